@@ -1,0 +1,119 @@
+"""Findings, reports and the exit-code policy shared by every finding-producing command.
+
+The exit-code policy lives here and nowhere else: 0 no error findings (warnings allowed unless
+strict), 1 at least one error (or a warning under strict), 2 the command could not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum, IntEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from specprobe import __version__
+
+
+class Severity(str, Enum):
+    """How bad a finding is; ordered from worst to mildest by ``rank``."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}[self]
+
+
+class ExitCode(IntEnum):
+    """Documented exit codes; a bad checkpoint is a finding (1), never CANNOT_RUN (2)."""
+
+    OK = 0
+    FINDINGS = 1
+    CANNOT_RUN = 2
+
+
+class SpecprobeError(Exception):
+    """The command could not run (bad arguments, missing path, engine crash): exit 2, one line."""
+
+
+class Finding(BaseModel):
+    """One observation about the deployment, produced by a rule with a stable ID."""
+
+    rule: str
+    severity: Severity
+    message: str
+    location: str | None = None
+    hint: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+
+
+class Summary(BaseModel):
+    errors: int = 0
+    warnings: int = 0
+    infos: int = 0
+
+
+class Report(BaseModel):
+    """The result of one command run: what was examined, what was found, and extra command data.
+
+    ``extra`` holds command-specific keys (``entries`` for matrix, acceptance figures for smoke) that
+    the JSON reporter writes at top level beside the fixed contract keys.
+    """
+
+    command: str
+    subject: dict[str, str | None] = Field(default_factory=dict)
+    findings: list[Finding] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+    specprobe_version: str = __version__
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
+
+    def extend(self, findings: Iterable[Finding]) -> None:
+        self.findings.extend(findings)
+
+    def sorted_findings(self) -> list[Finding]:
+        """Findings worst first, then by rule ID, keeping discovery order within a rule."""
+        return sorted(self.findings, key=lambda f: (f.severity.rank, f.rule))
+
+    @property
+    def summary(self) -> Summary:
+        counts = {s: 0 for s in Severity}
+        for finding in self.findings:
+            counts[finding.severity] += 1
+        return Summary(
+            errors=counts[Severity.ERROR], warnings=counts[Severity.WARNING], infos=counts[Severity.INFO]
+        )
+
+    @property
+    def ok(self) -> bool:
+        return self.summary.errors == 0
+
+    def fired(self) -> set[str]:
+        """Rule IDs that produced at least one finding."""
+        return {f.rule for f in self.findings}
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The DESIGN.md JSON contract, with command-specific keys after the fixed ones."""
+        data: dict[str, Any] = {
+            "specprobe_version": self.specprobe_version,
+            "command": self.command,
+            "subject": self.subject,
+            "findings": [f.model_dump(mode="json") for f in self.sorted_findings()],
+            "summary": self.summary.model_dump(),
+            "ok": self.ok,
+        }
+        for key, value in self.extra.items():
+            data.setdefault(key, value)
+        return data
+
+
+def exit_code(report: Report, *, strict: bool = False) -> ExitCode:
+    """The one place that turns findings into an exit code."""
+    summary = report.summary
+    if summary.errors or (strict and summary.warnings):
+        return ExitCode.FINDINGS
+    return ExitCode.OK
