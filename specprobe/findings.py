@@ -7,7 +7,7 @@ strict), 1 at least one error (or a warning under strict), 2 the command could n
 from __future__ import annotations
 
 from collections.abc import Iterable
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from specprobe import __version__
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     """How bad a finding is; ordered from worst to mildest by ``rank``."""
 
     ERROR = "error"
@@ -81,7 +81,7 @@ class Report(BaseModel):
 
     @property
     def summary(self) -> Summary:
-        counts = {s: 0 for s in Severity}
+        counts = dict.fromkeys(Severity, 0)
         for finding in self.findings:
             counts[finding.severity] += 1
         return Summary(

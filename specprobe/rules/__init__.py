@@ -44,7 +44,7 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(
-    id: str,  # noqa: A002 - "id" is the field's name in the JSON contract
+    id: str,
     family: str,
     severity: Severity,
     description: str,

@@ -1,0 +1,9 @@
+"""`specprobe check` command (registration point; the command body is built in its own module)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add `specprobe check` to the app."""

@@ -1,0 +1,191 @@
+"""Reading a Hugging Face config.json (drafter or target) and classifying the target's attention.
+
+Only config.json is read: no model code, no tokenizer, no weights. Multimodal wrappers (Kimi-K2.5,
+Gemma-3, Qwen-VL...) keep the language model under ``text_config``; that is what a drafter pairs with.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from specprobe.findings import SpecprobeError
+
+# A hub id is "name" or "owner/name" made of the characters the hub allows.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+
+
+class ConfigError(Exception):
+    """config.json is missing, unreadable or not a JSON object (a finding for a checkpoint)."""
+
+
+class AttentionKind(StrEnum):
+    """How the target's attention is built; decides which drafter/engine pairings work."""
+
+    MHA = "MHA"
+    GQA = "GQA"
+    MQA = "MQA"
+    MLA = "MLA"
+    LINEAR_HYBRID = "linear-hybrid"
+    SLIDING_WINDOW = "sliding-window"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The config.json fields specprobe reasons about, from the language-model part of the config."""
+
+    raw: dict[str, Any]
+    model_type: str | None
+    architectures: tuple[str, ...]
+    hidden_size: int | None
+    vocab_size: int | None
+    num_hidden_layers: int | None
+    num_attention_heads: int | None
+    num_key_value_heads: int | None
+    max_position_embeddings: int | None
+    tie_word_embeddings: bool | None
+    rope: dict[str, Any] = field(default_factory=dict)
+    text_config_used: bool = False
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+
+def load_config_json(path: Path) -> dict[str, Any]:
+    """Parse config.json strictly: a JSON object or ConfigError with a one-line reason."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path.name} is missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path.name} cannot be read: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path.name} is not a JSON object")
+    return data
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def language_model_part(raw: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The text model's config: ``text_config`` of multimodal wrappers, else the config itself."""
+    text = raw.get("text_config")
+    if isinstance(text, dict) and ("hidden_size" in text or "num_hidden_layers" in text):
+        merged = {**text}
+        # Wrappers keep architectures/model_type at the top; keep the text model's own when present.
+        merged.setdefault("architectures", raw.get("architectures"))
+        return merged, True
+    return raw, False
+
+
+def parse_model_config(raw: dict[str, Any]) -> ModelConfig:
+    lm, nested = language_model_part(raw)
+    architectures = lm.get("architectures") or raw.get("architectures") or []
+    if not isinstance(architectures, list):
+        architectures = []
+    rope: dict[str, Any] = {}
+    for key in ("rope_theta", "rope_scaling", "rope_parameters", "partial_rotary_factor"):
+        if key in lm and lm[key] is not None:
+            rope[key] = lm[key]
+    heads = _int(lm.get("num_attention_heads"))
+    kv_heads = _int(lm.get("num_key_value_heads"))
+    tie = lm.get("tie_word_embeddings", raw.get("tie_word_embeddings"))
+    return ModelConfig(
+        raw=lm,
+        model_type=lm.get("model_type") if isinstance(lm.get("model_type"), str) else raw.get("model_type"),
+        architectures=tuple(a for a in architectures if isinstance(a, str)),
+        hidden_size=_int(lm.get("hidden_size")),
+        vocab_size=_int(lm.get("vocab_size")),
+        num_hidden_layers=_int(lm.get("num_hidden_layers")),
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads if kv_heads is not None else heads,
+        max_position_embeddings=_int(lm.get("max_position_embeddings")),
+        tie_word_embeddings=tie if isinstance(tie, bool) else None,
+        rope=rope,
+        text_config_used=nested,
+    )
+
+
+def _layer_types(cfg: dict[str, Any]) -> list[str]:
+    """Per-layer kinds: ``layer_types``/``layers_block_type`` lists, or a Nemotron-H style pattern
+    string where ``M`` is a Mamba layer and ``*`` an attention layer."""
+    for key in ("layer_types", "layers_block_type"):
+        value = cfg.get(key)
+        if isinstance(value, list):
+            return [str(v).lower() for v in value]
+    pattern = cfg.get("hybrid_override_pattern")
+    if isinstance(pattern, str):
+        return ["mamba" if c == "M" else "attention" if c == "*" else "mlp" for c in pattern]
+    return []
+
+
+_LINEAR_LAYER_WORDS = ("linear", "mamba", "delta", "ssm", "recurrent")
+_LINEAR_CONFIG_KEYS = ("linear_num_key_heads", "linear_key_head_dim", "full_attention_interval", "linear_attn_config")
+
+
+def classify_attention(config: ModelConfig) -> AttentionKind:
+    """Attention kind from config.json alone.
+
+    Order matters: MLA and linear hybrids change the KV cache and the engine's attention backend,
+    which matters more to a drafter pairing than the head grouping does.
+    """
+    cfg = config.raw
+    if any(cfg.get(k) is not None for k in ("kv_lora_rank", "q_lora_rank")) or cfg.get("use_mla"):
+        return AttentionKind.MLA
+    layer_types = _layer_types(cfg)
+    if any(k in cfg for k in _LINEAR_CONFIG_KEYS) or any(
+        word in t for t in layer_types for word in _LINEAR_LAYER_WORDS
+    ):
+        return AttentionKind.LINEAR_HYBRID
+    if any("sliding" in t for t in layer_types) or cfg.get("sliding_window_pattern") is not None:
+        return AttentionKind.SLIDING_WINDOW
+    if _int(cfg.get("sliding_window")) and cfg.get("use_sliding_window", True) is not False:
+        return AttentionKind.SLIDING_WINDOW
+    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+    if cfg.get("multi_query") is True or kv_heads == 1:
+        return AttentionKind.MQA
+    if heads is not None and kv_heads is not None and kv_heads < heads:
+        return AttentionKind.GQA
+    return AttentionKind.MHA
+
+
+def looks_like_hub_id(spec: str) -> bool:
+    return bool(_HUB_ID.match(spec)) and not Path(spec).exists()
+
+
+def resolve_config_path(spec: str) -> Path:
+    """A target given as a folder, a config.json path, or a hub id (config.json only is fetched).
+
+    Hub look-ups honour HF_HUB_OFFLINE and the local cache; huggingface_hub is imported only here so
+    that a local target costs nothing.
+    """
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path / "config.json"
+    if path.is_file():
+        return path
+    if not looks_like_hub_id(spec):
+        raise SpecprobeError(f"target {spec!r} is neither a folder, a config.json, nor a hub id")
+    try:
+        from huggingface_hub import hf_hub_download
+        from huggingface_hub.errors import HFValidationError
+    except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
+        raise SpecprobeError(f"cannot resolve hub id {spec!r}: {exc}") from None
+    try:
+        return Path(hf_hub_download(spec, "config.json"))
+    except HFValidationError as exc:
+        raise SpecprobeError(f"invalid hub id {spec!r}: {exc}") from None
+    except Exception as exc:  # network, auth, offline-with-no-cache: all mean "could not run"
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        why = "offline and not in the local cache" if offline else type(exc).__name__
+        raise SpecprobeError(f"cannot fetch config.json of {spec!r} from the hub ({why})") from None
