@@ -1,9 +1,38 @@
-"""`specprobe check` command (registration point; the command body is built in its own module)."""
+"""`specprobe check`: parse the arguments, run the drafter checkpoint inspector, report."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
 
 
 def register(app: typer.Typer) -> None:
     """Add `specprobe check` to the app."""
+
+    @app.command("check")
+    @cannot_run_guard
+    def check_command(  # noqa: PLR0917 - typer maps each parameter to an option
+        draft_dir: Annotated[Path, typer.Argument(help="The drafter folder (config.json + safetensors).")],
+        target: Annotated[
+            str | None, typer.Option("--target", help="Target folder, its config.json, or a hub id (config.json only).")
+        ] = None,
+        engine: Annotated[
+            str | None, typer.Option("--engine", help="vllm or sglang, optionally ==VERSION (default: newest of both).")
+        ] = None,
+        method: Annotated[
+            str | None, typer.Option("--method", help="The speculative method to be served (eagle3).")
+        ] = None,
+        deep: Annotated[bool, typer.Option("--deep", help="Also read tensor data: NaN/Inf, all-zero tensors.")] = False,
+        strict: StrictOption = False,
+        fmt: FormatOption = None,
+        output: OutputOption = None,
+    ) -> None:
+        """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
+        from specprobe.check import run_check
+
+        report = run_check(draft_dir, target=target, engine=engine, method=method, deep=deep)
+        emit(report, fmt, output, strict=strict)

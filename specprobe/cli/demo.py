@@ -1,9 +1,33 @@
-"""`specprobe demo` command (registration point; the command body is built in its own module)."""
+"""`specprobe demo`: build a valid and a broken EAGLE-3 drafter, check both, print both reports."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from specprobe.cli._common import cannot_run_guard, use_color, write_output
 
 
 def register(app: typer.Typer) -> None:
     """Add `specprobe demo` to the app."""
+
+    @app.command("demo")
+    @cannot_run_guard
+    def demo_command(
+        out: Annotated[
+            Path | None, typer.Option("--out", help="Write the example folders here instead of a temporary folder.")
+        ] = None,
+    ) -> None:
+        """Write a small valid EAGLE-3 drafter, a broken copy and a target config; check both."""
+        from specprobe.demo import run_demo
+        from specprobe.reporters import REPORTERS
+
+        result = run_demo(out)
+        reporter = REPORTERS["text"](color=use_color(None))
+        for title, report in (("valid drafter", result.valid), ("broken drafter", result.broken)):
+            write_output(f"== {title}: {report.subject.get('draft')}\n", None)
+            write_output(reporter.render(report) + "\n", None)
+        write_output(result.verdict + "\n", None)
+        raise typer.Exit(0 if result.as_expected else 1)

@@ -1,0 +1,362 @@
+"""Layout family: the detected format, one decoder-layer namespace, the tensors the format needs,
+whether the architecture resolves in the chosen engine version, and method/checkpoint agreement.
+
+Engine facts come from the schema snapshots (``specprobe.schema.store``); what a snapshot cannot
+tell (the name rewrites each engine applies) is encoded here with the engine source as evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from packaging.version import InvalidVersion, Version
+
+from specprobe.checkpoint.layout import DRAFT_FORMATS
+from specprobe.findings import Finding, Severity
+from specprobe.rules import rule
+
+if TYPE_CHECKING:
+    from specprobe.check import CheckContext
+    from specprobe.schema.model import EngineSchema
+
+FAMILY = "layout"
+VLLM_EAGLE3_SRC = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama_eagle3.py"
+VLLM_MLA_SRC = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/deepseek_eagle3.py"
+VLLM_REGISTRY = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/registry.py"
+VLLM_SPEC_CONFIG = "https://github.com/vllm-project/vllm/blob/main/vllm/config/speculative.py"
+SGLANG_EAGLE3_SRC = "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/models/llama_eagle3.py"
+EAGLE_CNETS = "https://github.com/SafeAILab/EAGLE/blob/main/eagle/model/cnets.py"
+
+# vLLM's _SPECULATIVE_DECODING_MODELS entries that load EAGLE-3 drafters (newest release), used when
+# no snapshot lists the registry.
+VLLM_EAGLE3_ARCHITECTURES = frozenset(
+    {
+        "Eagle3LlamaForCausalLM",
+        "LlamaForCausalLMEagle3",
+        "Eagle3Qwen2_5vlForCausalLM",
+        "Eagle3Qwen3vlForCausalLM",
+        "Eagle3MiniMaxM2ForCausalLM",
+        "Eagle3DeepseekV2ForCausalLM",
+        "Eagle3DeepseekV3ForCausalLM",
+    }
+)
+# MLA EAGLE-3 drafters (deepseek_eagle3.py) arrived in vLLM 0.18.
+VLLM_MLA_MIN_VERSION = Version("0.18")
+# SGLang's EAGLE-3 draft classes (llama_eagle3.py, the DeepSeek/Kimi MLA drafter).
+SGLANG_EAGLE3_ARCHITECTURES = frozenset(
+    {"LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM"}
+)
+
+FORMAT = rule(
+    "LAYOUT-FORMAT",
+    FAMILY,
+    Severity.INFO,
+    "the drafter format recognised from config.json and tensor names",
+    EAGLE_CNETS,
+)
+NOT_EAGLE3 = rule(
+    "LAYOUT-NOT-EAGLE3",
+    FAMILY,
+    Severity.WARNING,
+    "the checkpoint is not recognised as an EAGLE-3 drafter (no fc, no d2t, no Eagle3 architecture)",
+    VLLM_EAGLE3_SRC,
+)
+NAMESPACES = rule(
+    "LAYOUT-NAMESPACES",
+    FAMILY,
+    Severity.ERROR,
+    "both midlayer.* and layers.* decoder-layer keys: engines map one onto the other and one copy is lost",
+    VLLM_EAGLE3_SRC,
+)
+TENSOR_MISSING = rule(
+    "LAYOUT-TENSOR-MISSING",
+    FAMILY,
+    Severity.ERROR,
+    "a tensor the drafter format needs is absent (engines skip it and leave a random layer)",
+    VLLM_EAGLE3_SRC,
+)
+LAYER_COUNT = rule(
+    "LAYOUT-LAYER-COUNT",
+    FAMILY,
+    Severity.ERROR,
+    "decoder layers in the checkpoint differ from num_hidden_layers in config.json",
+    VLLM_EAGLE3_SRC,
+)
+LM_HEAD_MISSING = rule(
+    "LAYOUT-LM-HEAD-MISSING",
+    FAMILY,
+    Severity.ERROR,
+    "no lm_head although draft_vocab_size is set and embeddings are untied: the head stays random",
+    "https://github.com/sgl-project/sglang/issues/27829",
+)
+ENGINES = rule(
+    "LAYOUT-ENGINES",
+    FAMILY,
+    Severity.INFO,
+    "the engine versions the engine-specific rules were evaluated for",
+    VLLM_REGISTRY,
+)
+ARCH_UNRESOLVED = rule(
+    "LAYOUT-ARCH-UNRESOLVED",
+    FAMILY,
+    Severity.ERROR,
+    "the draft architecture, after the engine's EAGLE-3 rewrite, is not a draft model the engine version registers",
+    VLLM_REGISTRY,
+    VLLM_SPEC_CONFIG,
+)
+METHOD_MISMATCH = rule(
+    "LAYOUT-METHOD-MISMATCH",
+    FAMILY,
+    Severity.ERROR,
+    "the speculative method does not match the checkpoint (eagle vs eagle3)",
+    "https://github.com/vllm-project/vllm/pull/21737",
+)
+SGLANG_NAMESPACE = rule(
+    "LAYOUT-SGLANG-NAMESPACE",
+    FAMILY,
+    Severity.WARNING,
+    "layers.0.* keys on SGLang's Llama EAGLE-3 drafter, whose layer is named midlayer and which skips unknown names",
+    SGLANG_EAGLE3_SRC,
+)
+
+
+def _schema(engine: str, version: str) -> EngineSchema | None:
+    from specprobe.findings import SpecprobeError
+    from specprobe.schema.store import load_snapshot
+
+    try:
+        return load_snapshot(engine, version)
+    except SpecprobeError:
+        return None
+
+
+def _version(version: str) -> Version | None:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+def _module_present(names: set[str], module: str) -> bool:
+    prefix = module + "."
+    return any(n.startswith(prefix) for n in names)
+
+
+def required_modules(ctx: CheckContext, layer: int) -> list[str]:
+    """Module prefixes the format needs for decoder layer ``layer`` (alternatives joined by '|')."""
+    p = f"layers.{layer}"
+    if ctx.layout.mla:
+        attn = [
+            f"{p}.self_attn.q_a_proj|{p}.self_attn.q_proj",
+            f"{p}.self_attn.kv_a_proj_with_mqa",
+            f"{p}.self_attn.kv_a_layernorm",
+            f"{p}.self_attn.kv_b_proj",
+            f"{p}.self_attn.o_proj",
+        ]
+    else:
+        attn = [
+            f"{p}.self_attn.q_proj|{p}.self_attn.qkv_proj",
+            f"{p}.self_attn.k_proj|{p}.self_attn.qkv_proj",
+            f"{p}.self_attn.v_proj|{p}.self_attn.qkv_proj",
+            f"{p}.self_attn.o_proj",
+        ]
+    mlp = [f"{p}.mlp.gate_proj|{p}.mlp.gate_up_proj", f"{p}.mlp.up_proj|{p}.mlp.gate_up_proj", f"{p}.mlp.down_proj"]
+    norms = [f"{p}.input_layernorm", f"{p}.post_attention_layernorm"] + ([f"{p}.hidden_norm"] if layer == 0 else [])
+    return attn + mlp + norms
+
+
+def uses_aux_hidden_states(ctx: CheckContext) -> bool:
+    eagle_config = ctx.draft.get("eagle_config")
+    return not (isinstance(eagle_config, dict) and eagle_config.get("use_aux_hidden_state") is False)
+
+
+def _missing_tensors(ctx: CheckContext) -> list[str]:
+    names = set(ctx.layout.tensors)
+    wanted: list[str] = []
+    layers = ctx.layout.layer_ids or [0]
+    for layer in sorted(set(layers) | {0}):
+        wanted.extend(required_modules(ctx, layer))
+    wanted.append("norm")
+    if uses_aux_hidden_states(ctx):
+        wanted.append("fc")
+    missing = []
+    for alternatives in wanted:
+        options = alternatives.split("|")
+        if not any(_module_present(names, option) for option in options):
+            missing.append(options[0])
+    return missing
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _layer_findings(ctx: CheckContext) -> Iterator[Finding]:
+    layout = ctx.layout
+    if len(layout.namespaces) > 1:
+        yield NAMESPACES.finding(
+            "decoder-layer keys under both midlayer.* and layers.*; vLLM renames midlayer. to layers.0. so one "
+            "copy overwrites the other",
+            hint="keep one naming: midlayer.* (EAGLE/SpecForge) or layers.0.* (vLLM/speculators)",
+        )
+    missing = _missing_tensors(ctx)
+    if missing:
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        yield TENSOR_MISSING.finding(
+            f"the {ctx.draft_format} drafter lacks {shown}",
+            hint="re-export the drafter; engines skip absent weights and run with random ones",
+        )
+    declared = _int(ctx.draft.get("num_hidden_layers"))
+    if declared is not None and layout.layer_ids:
+        expected = set(range(declared))
+        present = set(layout.layer_ids)
+        if expected - present:
+            yield LAYER_COUNT.finding(
+                f"config.json declares {declared} decoder layer(s); the checkpoint has layers {sorted(present)}",
+                hint="set num_hidden_layers to the number of trained layers",
+            )
+        elif present - expected:
+            yield LAYER_COUNT.finding(
+                f"the checkpoint has layers {sorted(present)} but config.json declares {declared}; the extra ones "
+                "are ignored",
+                severity=Severity.WARNING,
+                hint="set num_hidden_layers to the number of trained layers",
+            )
+
+
+def _lm_head_findings(ctx: CheckContext) -> Iterator[Finding]:
+    if _module_present(set(ctx.layout.tensors), "lm_head"):
+        return
+    draft_vocab = _int(ctx.draft.get("draft_vocab_size"))
+    vocab = _int(ctx.draft.get("vocab_size"))
+    tied = ctx.draft.get("tie_word_embeddings") is True
+    if draft_vocab is not None and not tied:
+        reduced = vocab is not None and draft_vocab < vocab
+        yield LM_HEAD_MISSING.finding(
+            f"no lm_head in the checkpoint, yet draft_vocab_size={draft_vocab} and tie_word_embeddings is not true: "
+            + (
+                "a reduced-vocabulary head cannot be borrowed from the target"
+                if reduced
+                else "engines allocate a fresh head and leave it random (accept length 1.00)"
+            ),
+            hint="export lm_head.weight [draft_vocab_size, hidden_size] with the drafter",
+        )
+
+
+def _vllm_architecture(ctx: CheckContext, method: str) -> str | None:
+    if ctx.draft_format == "speculators":
+        # vLLM's speculators config path rewrites an Eagle3Speculator into its Llama EAGLE-3 drafter.
+        return "Eagle3LlamaForCausalLM"
+    arch = ctx.draft_architecture
+    if arch is None:
+        return None
+    prefix = "Eagle3" if method == "eagle3" else "Eagle"
+    if arch.startswith(prefix) or arch.endswith(prefix):
+        return arch
+    return prefix + arch
+
+
+def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[bool, str]:
+    """Whether the drafter's architecture loads as an EAGLE-3 draft on ``engine==version``, and why."""
+    schema = _schema(engine, version)
+    if engine == "vllm":
+        resolved = _vllm_architecture(ctx, "eagle3")
+        if resolved is None:
+            return False, "config.json declares no architectures"
+        registry = (
+            set(schema.draft_architectures) if schema and schema.draft_architectures else VLLM_EAGLE3_ARCHITECTURES
+        )
+        if resolved not in registry:
+            return (
+                False,
+                f"vLLM rewrites {ctx.draft_architecture} to {resolved}, which vllm=={version} does not register",
+            )
+        parsed = _version(version)
+        if ctx.layout.mla and parsed is not None and parsed < VLLM_MLA_MIN_VERSION:
+            return False, f"MLA EAGLE-3 drafters ({resolved}) need vLLM >= {VLLM_MLA_MIN_VERSION}"
+        return True, resolved
+    arch = ctx.draft_architecture
+    if arch is None:
+        return False, "config.json declares no architectures"
+    resolved = "LlamaForCausalLMEagle3" if arch == "LlamaForCausalLM" else arch
+    known = set(SGLANG_EAGLE3_ARCHITECTURES)
+    if schema and schema.draft_architectures:
+        known |= set(schema.draft_architectures)
+    if resolved not in known:
+        return False, f"{resolved} is not a known SGLang EAGLE-3 draft class (sglang=={version})"
+    return True, resolved
+
+
+def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
+    pairs = ", ".join(f"{e}=={v}" for e, v in ctx.engines)
+    yield ENGINES.finding(
+        f"engine-specific rules evaluated for {pairs}"
+        + ("" if ctx.engine_explicit else " (newest known; use --engine)"),
+    )
+    if ctx.draft_format is None:
+        return
+    results = {(engine, version): _resolve(ctx, engine, version) for engine, version in ctx.engines}
+    any_ok = any(ok for ok, _ in results.values())
+    for (engine, version), (ok, why) in results.items():
+        if ok:
+            continue
+        # SGLang's class list is not extracted from the engine, so a miss there is only a risk; without
+        # --engine a drafter that one engine loads is not an error because the other cannot.
+        certain = engine == "vllm" and (ctx.engine_explicit or not any_ok)
+        yield ARCH_UNRESOLVED.finding(
+            f"{engine}=={version}: {why}",
+            location="config.json:architectures",
+            severity=Severity.ERROR if certain else Severity.WARNING,
+            hint="use an architecture the engine registers for EAGLE-3 drafts, e.g. LlamaForCausalLMEagle3",
+        )
+    if not ctx.layout.mla and ctx.layout.namespaces == ["layers"]:
+        for engine, version in ctx.engines:
+            if engine == "sglang":
+                yield SGLANG_NAMESPACE.finding(
+                    f"sglang=={version}: the Llama EAGLE-3 drafter's decoder layer is model.midlayer and unknown "
+                    "weight names are skipped silently, so layers.0.* weights may never load",
+                    hint="for SGLang store the decoder layer as midlayer.*, or verify acceptance with specprobe smoke",
+                )
+
+
+def _method_findings(ctx: CheckContext) -> Iterator[Finding]:
+    method = ctx.method
+    if method is None:
+        return
+    if ctx.draft_format is not None and method != "eagle3":
+        if method == "eagle":
+            wrong = _vllm_architecture(ctx, "eagle") or "an Eagle* class"
+            detail = (
+                f"vLLM rewrites the architecture to {wrong}, which is not a registered model; SGLang's EAGLE "
+                "runs it with accept length 1.00"
+            )
+        else:
+            detail = "the engine will not load the EAGLE-3 head with this method"
+        yield METHOD_MISMATCH.finding(
+            f"method {method!r} with an EAGLE-3 checkpoint ({ctx.draft_format}): {detail}",
+            hint="use method eagle3 (vLLM) / --speculative-algorithm EAGLE3 (SGLang)",
+        )
+    elif ctx.draft_format is None and method == "eagle3" and ctx.layout.tensors:
+        yield METHOD_MISMATCH.finding(
+            "method 'eagle3' but the checkpoint is not an EAGLE-3 drafter (no fc over auxiliary hidden states)",
+            hint="use the method the drafter was trained for (eagle for EAGLE-1/2 heads)",
+        )
+
+
+def run(ctx: CheckContext) -> Iterator[Finding]:
+    if not ctx.layout.tensors:
+        return
+    if ctx.draft_format is None:
+        yield NOT_EAGLE3.finding(
+            f"architecture {ctx.draft_architecture or '(none)'}, decoder keys {ctx.layout.namespaces or 'none'}: "
+            "not an EAGLE-3 drafter; EAGLE-3 rules were skipped",
+            hint="EAGLE-3 drafters have fc.weight over auxiliary hidden states and usually d2t/t2d",
+        )
+    else:
+        yield FORMAT.finding(f"format {ctx.draft_format}: {DRAFT_FORMATS[ctx.draft_format]}")
+        if ctx.draft_config is not None:
+            yield from _layer_findings(ctx)
+            yield from _lm_head_findings(ctx)
+    yield from _engine_findings(ctx)
+    yield from _method_findings(ctx)

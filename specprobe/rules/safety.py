@@ -1,0 +1,51 @@
+"""Safety family: remote code and symlinks leaving the folder. Reported, never followed or imported."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from specprobe.findings import Finding, Severity
+from specprobe.rules import rule
+
+if TYPE_CHECKING:
+    from specprobe.check import CheckContext
+
+FAMILY = "safety"
+
+REMOTE_CODE = rule(
+    "SAFETY-REMOTE-CODE",
+    FAMILY,
+    Severity.WARNING,
+    "config.json asks for remote code (auto_map): loading it needs trust_remote_code and runs that code",
+    "https://huggingface.co/docs/transformers/main/en/custom_models#using-a-model-with-custom-code",
+)
+SYMLINK_ESCAPE = rule(
+    "SAFETY-SYMLINK-ESCAPE",
+    FAMILY,
+    Severity.ERROR,
+    "a file in the drafter folder is a symlink to a path outside it (not followed)",
+    "https://huggingface.co/docs/huggingface_hub/main/en/guides/manage-cache#understand-caching",
+)
+
+
+def run(ctx: CheckContext) -> Iterator[Finding]:
+    raw = ctx.draft_raw or {}
+    auto_map = raw.get("auto_map")
+    if auto_map:
+        modules = sorted({str(v).split(".")[0] for v in auto_map.values()}) if isinstance(auto_map, dict) else []
+        code = [
+            f for f in ctx.checkpoint.python_files if f.removesuffix(".py") in modules
+        ] or ctx.checkpoint.python_files
+        suffix = f" ({', '.join(code)})" if code else ""
+        yield REMOTE_CODE.finding(
+            f"auto_map points at code shipped with the drafter{suffix}; specprobe did not import it",
+            location="config.json:auto_map",
+            hint="EAGLE-3 drafters need no custom code: drop auto_map, or review the code before trust_remote_code",
+        )
+    for name, target in ctx.checkpoint.escaping_symlinks:
+        yield SYMLINK_ESCAPE.finding(
+            f"{name} links to {target}, outside the drafter folder; it was not read",
+            location=name,
+            hint="copy the real file into the folder; a checkpoint must be self-contained",
+        )
