@@ -42,7 +42,7 @@ class TextReporter(Reporter):
             console.print()
             console.print(f"{_HEADING[severity]} ({len(group)})", style=_STYLE[severity])
             for finding in group:
-                where = f" [{escape(finding.location)}]" if finding.location else ""
+                where = f" \\[{escape(finding.location)}]" if finding.location else ""
                 console.print(
                     f"  [{_STYLE[severity]}]{finding.rule}[/]{where}: {escape(finding.message)}"
                 )
