@@ -1,0 +1,103 @@
+"""Running a probe script under an engine's own interpreter: discovery, subprocess with a timeout, JSON reply.
+
+Every way this can go wrong (interpreter missing, engine not installed there, crash, timeout, garbage
+on stdout) becomes a SpecprobeError with one line of text, which the CLI turns into exit 2.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specprobe.findings import SpecprobeError
+
+PROBES_DIR = Path(__file__).resolve().parent / "probes"
+DEFAULT_TIMEOUT_S = 300.0
+# The probe exits with this code after replying {"error": "not_installed"}.
+NOT_INSTALLED_EXIT = 3
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """A Python interpreter that has (or is meant to have) an engine, and how it was chosen."""
+
+    path: Path
+    how: str  # "--python", "SPECPROBE_VLLM_PYTHON", "current interpreter"
+
+
+def check_interpreter(path: Path) -> Path:
+    """``path`` if it names an executable file, else a one-line error. Not resolved: venv shims matter."""
+    expanded = path.expanduser()
+    if not expanded.exists():
+        raise SpecprobeError(f"interpreter not found: {path}")
+    if expanded.is_dir() or not os.access(expanded, os.X_OK):
+        raise SpecprobeError(f"not an executable interpreter: {path}")
+    return expanded.absolute()
+
+
+def find_interpreter(engine: str, python: Path | None) -> Interpreter | None:
+    """--python, then SPECPROBE_<ENGINE>_PYTHON, then this interpreter when the engine is importable here."""
+    if python is not None:
+        return Interpreter(check_interpreter(python), "--python")
+    variable = f"SPECPROBE_{engine.upper()}_PYTHON"
+    from_env = os.environ.get(variable)
+    if from_env:
+        return Interpreter(check_interpreter(Path(from_env)), variable)
+    # find_spec looks the package up without importing it (importing vLLM takes ~10 s).
+    if importlib.util.find_spec(engine) is not None:
+        return Interpreter(Path(sys.executable), "current interpreter")
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def run_probe(engine: str, script: str, interpreter: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """Run ``probes/<script>`` under ``interpreter`` and return its JSON reply."""
+    probe = PROBES_DIR / script
+    env = dict(os.environ)
+    # Engines print progress bars and colour codes; none of it belongs in the reply.
+    env.update({"PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore"})
+    try:
+        completed = subprocess.run(
+            # -I: the user's working directory and PYTHON* variables must not shadow the engine.
+            [str(interpreter), "-I", str(probe)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SpecprobeError(
+            f"the {engine} probe timed out after {timeout_s:g} s under {interpreter}"
+        ) from None
+    except OSError as exc:
+        raise SpecprobeError(f"cannot start {interpreter}: {exc.strerror or exc}") from None
+    reply: dict[str, Any] | None = None
+    stdout = completed.stdout.strip()
+    if stdout:
+        try:
+            parsed = json.loads(stdout.splitlines()[-1])
+            reply = parsed if isinstance(parsed, dict) else None
+        except ValueError:
+            reply = None
+    if completed.returncode == NOT_INSTALLED_EXIT and reply is not None and reply.get("error") == "not_installed":
+        raise SpecprobeError(f"{engine} is not installed in {interpreter}")
+    if completed.returncode != 0:
+        raise SpecprobeError(
+            f"the {engine} probe crashed under {interpreter} (exit {completed.returncode}): "
+            f"{_last_line(completed.stderr)}"
+        )
+    if reply is None:
+        raise SpecprobeError(f"the {engine} probe under {interpreter} printed no JSON reply")
+    return reply

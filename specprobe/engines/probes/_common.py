@@ -1,0 +1,207 @@
+"""Shared pieces of the probe scripts (stdlib only): typing -> JSON Schema, JSON-safe values, output.
+
+Probes run inside the engine's own interpreter, so this file must not import specprobe or any
+third-party package; the engine scripts load it by path.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import enum
+import inspect
+import itertools
+import json
+import math
+import os
+import sys
+import textwrap
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+BOUND_NAMES = ("gt", "ge", "lt", "le")
+
+
+def json_value(value: Any, depth: int = 0) -> Any:
+    """A JSON-safe rendering of a default value; anything exotic becomes its repr."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, enum.Enum):
+        return value.name
+    if depth < 4 and isinstance(value, (list, tuple)):
+        return [json_value(item, depth + 1) for item in value]
+    if depth < 4 and isinstance(value, dict):
+        return {str(key): json_value(item, depth + 1) for key, item in value.items()}
+    return repr(value)
+
+
+def type_name(tp: Any) -> str:
+    """The annotation as a readable string (``int | None``, ``Literal['a', 'b']``)."""
+    if isinstance(tp, type) and not typing.get_args(tp):
+        return tp.__qualname__ if tp.__module__ == "builtins" else f"{tp.__module__}.{tp.__qualname__}"
+    return repr(tp).replace("typing.", "")
+
+
+def is_skip_validation(marker: Any) -> bool:
+    return type(marker).__name__ == "SkipValidation"
+
+
+def bounds_of(metadata: Any) -> dict[str, Any]:
+    """gt/ge/lt/le from pydantic/annotated_types metadata objects (duck-typed: no pydantic import)."""
+    found = {}
+    for marker in metadata or ():
+        for name in BOUND_NAMES:
+            value = getattr(marker, name, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                found[name] = value
+    return found
+
+
+def schema_of(tp: Any, notes: dict[str, Any]) -> dict[str, Any]:
+    """JSON Schema of a Python annotation. ``notes`` collects flags found on the way (internal, bounds)."""
+    if tp is type(None) or tp is None:
+        return {"type": "null"}
+    if tp is typing.Any or tp is object:
+        return {}
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        extras = list(getattr(tp, "__metadata__", ()))
+        if any(is_skip_validation(marker) for marker in extras):
+            notes["skip_validation"] = True
+        notes.setdefault("bounds", {}).update(bounds_of(extras))
+        return schema_of(args[0], notes)
+    if origin is typing.Literal:
+        # Nested Literal aliases are already flattened by typing, in declaration order.
+        values = list(dict.fromkeys(args))
+        schema = {"enum": [json_value(value) for value in values]}
+        kinds = {type(value) for value in values}
+        if kinds == {str}:
+            schema["type"] = "string"
+        elif kinds <= {int} and bool not in kinds:
+            schema["type"] = "integer"
+        return schema
+    if origin is typing.Union or origin is types.UnionType:
+        members = [schema_of(arg, notes) for arg in args]
+        non_null = [member for member in members if member != {"type": "null"}]
+        if any(member == {} for member in non_null):
+            return {}
+        return {"anyOf": members} if len(members) > 1 else members[0]
+    if origin in (list, set, frozenset) or origin in (
+        getattr(typing, "List", None),
+        getattr(typing, "Sequence", None),
+    ) or (origin is not None and getattr(origin, "__name__", "") in ("Sequence", "MutableSequence", "Iterable")):
+        schema = {"type": "array"}
+        if args:
+            schema["items"] = schema_of(args[0], notes)
+        if origin in (set, frozenset):
+            schema["uniqueItems"] = True
+        return schema
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": schema_of(args[0], notes)}
+        if not args:
+            return {"type": "array"}
+        return {
+            "type": "array",
+            "prefixItems": [schema_of(arg, notes) for arg in args],
+            "minItems": len(args),
+            "maxItems": len(args),
+        }
+    if origin is dict or (origin is not None and getattr(origin, "__name__", "") in ("Mapping", "MutableMapping")):
+        schema = {"type": "object"}
+        if len(args) == 2:
+            schema["additionalProperties"] = schema_of(args[1], notes)
+        return schema
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is str:
+        return {"type": "string"}
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        # Engines parse enum members by name (vLLM upper-cases, also accepts "auto"): list the names
+        # without forbidding other spellings.
+        return {"type": "string", "x-enum-names": [member.name for member in tp], "x-python-type": type_name(tp)}
+    if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or hasattr(tp, "model_fields")):
+        return {"type": "object", "x-python-type": type_name(tp)}
+    if isinstance(tp, typing.TypeVar):
+        return {}
+    return {"x-python-type": type_name(tp)}
+
+
+def attribute_docstrings(cls: type) -> dict[str, str]:
+    """Attribute docstrings (a string literal right under an annotated field), base classes first."""
+    docs = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+            tree = ast.parse(source)
+        except (OSError, TypeError, SyntaxError):
+            continue
+        class_node = next((node for node in tree.body if isinstance(node, ast.ClassDef)), None)
+        if class_node is None:
+            continue
+        body = class_node.body
+        for node, following in itertools.pairwise(body):
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            if (
+                isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def action_record(action: Any) -> dict[str, Any]:
+    """An argparse action as plain data."""
+    kind = getattr(action, "type", None)
+    if kind is None:
+        type_text = None
+    elif isinstance(kind, type):
+        type_text = kind.__name__
+    else:
+        type_text = getattr(kind, "__name__", None) or type(kind).__name__
+    choices = getattr(action, "choices", None)
+    nargs = getattr(action, "nargs", None)
+    return {
+        "flags": list(action.option_strings),
+        "dest": action.dest,
+        "type": type_text,
+        "choices": [json_value(choice) for choice in choices] if choices is not None else None,
+        "default": json_value(action.default),
+        "help": " ".join(str(action.help or "").split()),
+        "nargs": nargs if isinstance(nargs, (int, str)) or nargs is None else str(nargs),
+        "action": type(action).__name__,
+    }
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[int]:
+    """Engines log to stdout (and native code writes to fd 1): keep fd 1 clean for the JSON reply."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield saved
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def reply(payload: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(payload, sort_keys=False))
+    sys.stdout.write("\n")
+    sys.stdout.flush()

@@ -1,0 +1,289 @@
+"""Probe run inside vLLM's interpreter: prints vLLM's speculative-decoding surface as one JSON object.
+
+stdlib + vLLM only. Each part (fields, methods, draft architectures, EAGLE-3 target gate, CLI flags)
+is extracted on its own so that one failure is reported in ``problems`` and the rest still comes back.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import os
+import platform
+import sys
+import textwrap
+import time
+import typing
+from pathlib import Path
+from typing import Any
+
+# Run as a script under the engine's interpreter (with -I): the shared helpers sit next to it.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common
+
+
+def field_default(field: Any) -> tuple[Any, bool, list[Any]]:
+    """(default, required) of a dataclass field whose default may be a pydantic FieldInfo."""
+    default = field.default
+    metadata = []
+    if type(default).__name__ == "FieldInfo":
+        metadata = list(getattr(default, "metadata", ()) or ())
+        factory = getattr(default, "default_factory", None)
+        inner = getattr(default, "default", None)
+        if factory is not None:
+            try:
+                return _common.json_value(factory()), False, metadata
+            except Exception:
+                return repr(factory), False, metadata
+        if type(inner).__name__ == "PydanticUndefinedType":
+            return None, True, metadata
+        return _common.json_value(inner), False, metadata
+    if default is not dataclasses.MISSING:
+        return _common.json_value(default), False, metadata
+    if field.default_factory is not dataclasses.MISSING:
+        try:
+            return _common.json_value(field.default_factory()), False, metadata
+        except Exception:
+            return repr(field.default_factory), False, metadata
+    return None, True, metadata
+
+
+def extract_fields(cls: type, problems: list[str]) -> dict[str, Any]:
+    docs = {}
+    try:
+        docs = _common.attribute_docstrings(cls)
+    except Exception as exc:
+        problems.append(f"attribute docstrings: {type(exc).__name__}: {exc}")
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception as exc:
+        # Forward references that do not resolve (TYPE_CHECKING imports): fall back per field below.
+        problems.append(f"get_type_hints: {type(exc).__name__}: {exc}")
+        hints = {}
+    fields = {}
+    for field in dataclasses.fields(cls):
+        record = {"name": field.name}
+        try:
+            annotation = hints.get(field.name, field.type)
+            default, required, metadata = field_default(field)
+            notes = {}
+            if isinstance(annotation, str):
+                schema = {"x-python-type": annotation}
+            else:
+                schema = _common.schema_of(annotation, notes)
+            bounds = dict(notes.get("bounds", {}))
+            bounds.update(_common.bounds_of(metadata))
+            record.update(
+                {
+                    "type": schema,
+                    "python_type": _common.type_name(annotation),
+                    "default": default,
+                    "required": required,
+                    "constraints": bounds,
+                    "description": docs.get(field.name, ""),
+                    # SkipValidation marks objects the engine passes in itself (target/draft configs);
+                    # init=False fields are computed in __post_init__.
+                    "internal": bool(notes.get("skip_validation")) or not field.init,
+                    "init": field.init,
+                }
+            )
+        except Exception as exc:
+            # Degrade per field: one annotation the converter cannot read must not hide the others.
+            problems.append(f"field {field.name}: {type(exc).__name__}: {exc}")
+            record.update({"type": {}, "python_type": str(field.type), "description": docs.get(field.name, "")})
+        fields[field.name] = record
+    return fields
+
+
+def literal_values(annotation: Any) -> list[str]:
+    values = []
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return [value for value in typing.get_args(annotation) if isinstance(value, str)]
+    for arg in typing.get_args(annotation):
+        values.extend(literal_values(arg))
+    return values
+
+
+def extract_methods(cls: type, problems: list[str]) -> list[str]:
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        return list(dict.fromkeys(literal_values(hints["method"])))
+    except Exception as exc:
+        problems.append(f"methods: {type(exc).__name__}: {exc}")
+        return []
+
+
+def extract_eagle3_gate(cls: type, problems: list[str]) -> list[str] | None:
+    """The ``eagle3_target_supported`` list some releases keep inside SpeculativeConfig, or None."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except Exception as exc:
+        problems.append(f"eagle3_target_supported: {type(exc).__name__}: {exc}")
+        return None
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        for target in targets:
+            name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", None)
+            if name == "eagle3_target_supported":
+                try:
+                    return [str(item) for item in ast.literal_eval(node.value)]
+                except ValueError:
+                    problems.append("eagle3_target_supported is not a literal list")
+                    return None
+    return None
+
+
+def extract_draft_architectures(problems: list[str]) -> list[str]:
+    try:
+        registry = importlib.import_module("vllm.model_executor.models.registry")
+        return list(registry._SPECULATIVE_DECODING_MODELS)
+    except Exception as exc:
+        problems.append(f"draft architectures: {type(exc).__name__}: {exc}")
+        return []
+
+
+def make_parser() -> Any:
+    for module_name in ("vllm.utils.argparse_utils", "vllm.utils"):
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            continue
+        parser_class = getattr(module, "FlexibleArgumentParser", None)
+        if parser_class is not None:
+            return parser_class()
+    import argparse
+
+    return argparse.ArgumentParser()
+
+
+def is_speculative_action(action: Any) -> bool:
+    flags = [flag for flag in action.option_strings if flag.startswith("--")]
+    if any(flag.startswith(("--speculative", "--spec-")) for flag in flags):
+        return True
+    return "specul" in action.dest or "spec_decode" in action.dest
+
+
+def build_parser() -> Any:
+    arg_utils = importlib.import_module("vllm.engine.arg_utils")
+    engine_args = getattr(arg_utils, "AsyncEngineArgs", None) or arg_utils.EngineArgs
+    return engine_args.add_cli_args(make_parser())
+
+
+def shortcut_flags(problems: list[str]) -> dict[str, str]:
+    """``--spec-*`` shortcut -> SpeculativeConfig field, read from EngineArgs.create_speculative_config.
+
+    vLLM lists them there as ``("--spec-tokens", "num_speculative_tokens", self.spec_tokens)``.
+    """
+    try:
+        arg_utils = importlib.import_module("vllm.engine.arg_utils")
+        method = getattr(arg_utils.EngineArgs, "create_speculative_config", None)
+        if method is None:
+            return {}
+        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
+    except Exception as exc:
+        problems.append(f"shortcut flags: {type(exc).__name__}: {exc}")
+        return {}
+    mapping = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Tuple) and len(node.elts) >= 2:
+            first, second = node.elts[0], node.elts[1]
+            if (
+                isinstance(first, ast.Constant)
+                and isinstance(second, ast.Constant)
+                and isinstance(first.value, str)
+                and isinstance(second.value, str)
+                and first.value.startswith("--")
+            ):
+                mapping[first.value] = second.value
+    return mapping
+
+
+def extract_cli(problems: list[str]) -> tuple[list[dict[str, Any]], bool]:
+    try:
+        parser = build_parser()
+    except Exception as first:
+        # Building the parser computes some defaults from the device; on a machine without an
+        # accelerator ask vLLM for its CPU platform, which changes no speculative option.
+        try:
+            os.environ["VLLM_TARGET_DEVICE"] = "cpu"
+            platforms = importlib.import_module("vllm.platforms")
+            if hasattr(platforms, "_current_platform"):
+                platforms._current_platform = None
+            parser = build_parser()
+        except Exception as exc:
+            problems.append(f"cli flags: {type(first).__name__}: {first}; on CPU: {type(exc).__name__}: {exc}")
+            return [], False
+    actions = [_common.action_record(action) for action in parser._actions if is_speculative_action(action)]
+    dotted = False
+    try:
+        # vLLM's parser may accept `--speculative-config.KEY VALUE`; find out instead of assuming.
+        namespace = parser.parse_args(["--speculative-config.method", "ngram"])
+        dotted = getattr(namespace, "speculative_config", None) == {"method": "ngram"}
+    except BaseException:
+        dotted = False
+    return actions, dotted
+
+
+def main() -> None:
+    started = time.monotonic()
+    problems = []
+    if importlib.util.find_spec("vllm") is None:
+        _common.reply({"error": "not_installed", "engine": "vllm", "interpreter": sys.executable})
+        sys.exit(3)
+    with _common.stdout_to_stderr():
+        import vllm
+
+        try:
+            from vllm.config import SpeculativeConfig
+        except ImportError:
+            from vllm.config.speculative import SpeculativeConfig
+        imported = time.monotonic()
+        fields = extract_fields(SpeculativeConfig, problems)
+        methods = extract_methods(SpeculativeConfig, problems)
+        gate = extract_eagle3_gate(SpeculativeConfig, problems)
+        draft_architectures = extract_draft_architectures(problems)
+        cli_flags, dotted = extract_cli(problems)
+        shortcuts = shortcut_flags(problems)
+    versions = {}
+    for dist in ("vllm", "torch", "transformers", "pydantic"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except Exception:
+            versions[dist] = None
+    _common.reply(
+        {
+            "engine": "vllm",
+            "version": getattr(vllm, "__version__", None) or versions["vllm"],
+            "fields": fields,
+            "methods": methods,
+            "eagle3_target_supported": gate,
+            "draft_architectures": draft_architectures,
+            "cli_flags": cli_flags,
+            "dotted_speculative_config": dotted,
+            "shortcut_flags": shortcuts,
+            "problems": problems,
+            "provenance": {
+                "engine_version": versions["vllm"],
+                "class": f"{SpeculativeConfig.__module__}.{SpeculativeConfig.__qualname__}",
+                "python": platform.python_version(),
+                "interpreter": sys.executable,
+                "dependencies": versions,
+                "import_seconds": round(imported - started, 2),
+                "probe_seconds": round(time.monotonic() - started, 2),
+            },
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
