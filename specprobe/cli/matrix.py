@@ -1,9 +1,176 @@
-"""`specprobe matrix` command (registration point; the command body is built in its own module)."""
+"""`specprobe matrix`: the compatibility matrix, whole or for one pairing; `matrix record` adds a smoke run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from specprobe.cli._common import (
+    OutputOption,
+    StrictOption,
+    cannot_run_guard,
+    emit,
+    use_color,
+    write_output,
+)
+from specprobe.findings import ExitCode, Report, SpecprobeError, exit_code
+
+MATRIX_FORMATS = ("text", "json", "markdown")
+
+MatrixFormatOption = Annotated[
+    str | None,
+    typer.Option("--format", "-f", envvar="SPECPROBE_FORMAT", show_default=False,
+                 help="Output format: text (table or findings), json, markdown (env SPECPROBE_FORMAT)."),
+]
+
+EngineOption = Annotated[
+    str | None, typer.Option("--engine", "-e", help="vllm or sglang, optionally ==VERSION (e.g. vllm==0.16.0).")
+]
+MethodOption = Annotated[str | None, typer.Option("--method", "-m", help="Speculative method (eagle3, eagle, mtp...).")]
+TargetOption = Annotated[
+    str | None, typer.Option("--target", "-t", help="Target model folder, config.json or hub id (config.json only).")
+]
+DraftOption = Annotated[str | None, typer.Option("--draft", "-d", help="Drafter checkpoint folder.")]
+FeatureOption = Annotated[
+    list[str] | None,
+    typer.Option("--feature", help="Serving feature in use (repeatable): lora, min_p, logit_bias, pipeline_parallel, "
+                 "structured_output, eagle_topk_gt_1, long_context, multi_layer_draft."),
+]
+MatrixFileOption = Annotated[
+    list[Path] | None,
+    typer.Option("--matrix", help="Extra matrix YAML file (repeatable), e.g. one written by `matrix record`.",
+                 exists=False, dir_okay=False),
+]
+
+
+def _format(fmt: str | None) -> str:
+    chosen = fmt or "text"
+    if chosen not in MATRIX_FORMATS:
+        raise SpecprobeError(f"matrix supports --format {', '.join(MATRIX_FORMATS)}, not {chosen!r}")
+    return chosen
+
+
+def _entries(extra: list[Path] | None) -> list[object]:
+    from specprobe.compat.loader import load_matrix, matrix_files
+
+    paths = matrix_files()
+    for path in extra or []:
+        if not path.is_file():
+            raise SpecprobeError(f"matrix file {path} does not exist")
+        paths.append(path)
+    return list(load_matrix(paths))
+
+
+@cannot_run_guard
+def _matrix(
+    ctx: typer.Context,
+    *,
+    engine: EngineOption = None,
+    method: MethodOption = None,
+    target: TargetOption = None,
+    draft: DraftOption = None,
+    feature: FeatureOption = None,
+    matrix: MatrixFileOption = None,
+    fmt: MatrixFormatOption = None,
+    output: OutputOption = None,
+    strict: StrictOption = False,
+) -> None:
+    """Known drafter x target x engine-version pairings. Without filters: the whole matrix. With
+    filters: what applies to this pairing (exit 1 when an applicable entry fails at error severity)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from specprobe.compat import render
+    from specprobe.compat.evaluate import evaluate
+    from specprobe.compat.model import Entry
+    from specprobe.compat.subjects import build_pairing, classify_draft, classify_target, parse_features
+    from specprobe.rules.compat import verdict_finding
+
+    chosen = _format(fmt)
+    entries = [e for e in _entries(matrix) if isinstance(e, Entry)]
+    if not any((engine, method, target, draft, feature)):
+        if chosen == "markdown":
+            write_output(render.render_markdown(entries), output)
+            raise typer.Exit(int(ExitCode.OK))
+        if chosen == "text":
+            write_output(render.render_table(entries, color=use_color(output)), output)
+            raise typer.Exit(int(ExitCode.OK))
+        report = Report(command="matrix", extra={"entries": render.entries_json(entries)})
+        emit(report, chosen, output, strict=strict)
+        return
+    features = parse_features(feature)
+    target_info = classify_target(target) if target else None
+    draft_info = classify_draft(draft) if draft else None
+    pairing = build_pairing(engine=engine, method=method, target=target_info, draft=draft_info, features=features)
+    verdicts = evaluate(entries, pairing)
+    subject: dict[str, str | None] = {
+        "engine": pairing.engine_label,
+        "method": pairing.method,
+        "target": target,
+        "target_model_type": ",".join(target_info.model_types) if target_info else None,
+        "target_attention": ",".join(sorted(k.value for k in target_info.traits)) if target_info else None,
+        "draft": draft,
+        "draft_format": draft_info.format if draft_info else None,
+        "draft_architecture": draft_info.architecture if draft_info else None,
+        "features": ",".join(sorted(features)) if features else None,
+    }
+    report = Report(command="matrix", subject=subject, extra={"entries": render.verdicts_json(verdicts)})
+    report.extend(verdict_finding(v) for v in verdicts)
+    if chosen == "markdown":
+        label = ", ".join(f"{k}={v}" for k, v in subject.items() if v)
+        write_output(render.render_verdicts_markdown(verdicts, label), output)
+        raise typer.Exit(int(exit_code(report, strict=strict)))
+    emit(report, chosen, output, strict=strict)
+
+
+@cannot_run_guard
+def _record(
+    smoke_result: Annotated[
+        Path, typer.Argument(help="JSON written by `specprobe smoke --format json`.", dir_okay=False)
+    ],
+    *,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="Target folder/config.json (default: the run's subject).")
+    ] = None,
+    draft: Annotated[
+        str | None, typer.Option("--draft", "-d", help="Drafter folder (default: the run's subject).")
+    ] = None,
+    entry_id: Annotated[str | None, typer.Option("--id", help="Entry id (default: derived from the subject).")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", dir_okay=False,
+                     help="Matrix YAML file to add the entry to (created if missing); stdout otherwise."),
+    ] = None,
+) -> None:
+    """Turn a smoke run's JSON into a matrix entry with its measured acceptance as evidence."""
+    from specprobe.compat.record import load_smoke_json, matrix_document, merge_into, record_entry
+    from specprobe.compat.subjects import classify_draft, classify_target
+
+    data = load_smoke_json(smoke_result)
+    subject = data["subject"]
+    target_info = classify_target(target or str(subject["target"]))
+    draft_info = classify_draft(draft or str(subject["draft"]))
+    entry = record_entry(data, smoke_name=smoke_result.name, target=target_info, draft=draft_info, entry_id=entry_id)
+    if output is None:
+        write_output(matrix_document([entry], "Measured pairings recorded with `specprobe matrix record`."), None)
+    else:
+        existing = output.read_text(encoding="utf-8") if output.is_file() else None
+        write_output(merge_into(existing, entry), output)
+    typer.echo(f"specprobe matrix record: {entry.id}: {entry.status.value} ({entry.severity.value})", err=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Add `specprobe matrix` to the app."""
+    """Add `specprobe matrix` (and `specprobe matrix record`) to the app."""
+    group = typer.Typer(
+        name="matrix",
+        invoke_without_command=True,
+        no_args_is_help=False,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        help="Known drafter x target x engine-version pairings, with evidence.",
+    )
+    group.callback()(_matrix)
+    group.command("record")(_record)
+    app.add_typer(group, name="matrix")

@@ -1,0 +1,182 @@
+"""Turning a smoke run's JSON into a matrix entry whose evidence is the measured acceptance."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from specprobe.compat.loader import MatrixError, entry_from_dict, validation_errors
+from specprobe.compat.model import Acceptance, Entry, EntryKind, Status
+from specprobe.compat.subjects import DraftInfo, TargetInfo, parse_engine
+from specprobe.findings import Severity, SpecprobeError
+
+# Below these the drafter does not pay for itself: one accepted token in five drafted, or fewer than
+# 1.3 tokens per target forward pass (the field report's pairing measured ~15%).
+FAIL_ACCEPTANCE_RATE = 0.2
+FAIL_ACCEPTANCE_LENGTH = 1.3
+# Below this the pairing works but is well short of what EAGLE-3 drafters usually reach.
+WARN_ACCEPTANCE_RATE = 0.4
+
+
+def load_smoke_json(path: Path) -> dict[str, Any]:
+    """Read a `specprobe smoke --format json` result; anything else is a usage error (exit 2)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecprobeError(f"{path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecprobeError(f"cannot read {path}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise SpecprobeError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(data, dict):
+        raise SpecprobeError(f"{path.name} is not a smoke result (not a JSON object)")
+    if data.get("command", "smoke") != "smoke":
+        command = data.get("command")
+        raise SpecprobeError(f"{path.name} is the result of `specprobe {command}`, not of `specprobe smoke`")
+    subject = data.get("subject")
+    if not isinstance(subject, dict) or not subject.get("target") or not subject.get("draft"):
+        raise SpecprobeError(f"{path.name} has no subject with target and draft")
+    rate: Any = data.get("acceptance_rate")
+    length: Any = data.get("mean_acceptance_length")
+    if not _number(rate) and not _number(length):
+        raise SpecprobeError(f"{path.name} has neither acceptance_rate nor mean_acceptance_length")
+    if _number(rate) and not 0 <= float(rate) <= 1:
+        raise SpecprobeError(f"{path.name}: acceptance_rate {rate} is not within [0, 1]")
+    if _number(length) and float(length) < 1:
+        raise SpecprobeError(f"{path.name}: mean_acceptance_length {length} is below 1")
+    return data
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _slug(text: str) -> str:
+    tail = text.rstrip("/").split("/")[-1] or text
+    return re.sub(r"[^a-z0-9.]+", "-", tail.lower()).strip("-.") or "x"
+
+
+def classify_measurement(data: dict[str, Any]) -> tuple[Status, Severity]:
+    """Lossless failure is broken; collapsing acceptance is degraded; the rest works."""
+    rate = float(data["acceptance_rate"]) if _number(data.get("acceptance_rate")) else None
+    length = float(data["mean_acceptance_length"]) if _number(data.get("mean_acceptance_length")) else None
+    if data.get("lossless") is False:
+        return Status.BROKEN, Severity.ERROR
+    if (rate is not None and rate < FAIL_ACCEPTANCE_RATE) or (length is not None and length < FAIL_ACCEPTANCE_LENGTH):
+        return Status.DEGRADED, Severity.ERROR
+    if rate is not None and rate < WARN_ACCEPTANCE_RATE:
+        return Status.DEGRADED, Severity.WARNING
+    return Status.WORKS, Severity.INFO
+
+
+def _engine_facets(subject: dict[str, Any]) -> tuple[str, str, str]:
+    """(engine, versions, label): a server run names its engine; the reference backend is engine-free."""
+    raw_engine = subject.get("engine")
+    if isinstance(raw_engine, str) and raw_engine.strip():
+        engine, version = parse_engine(raw_engine)
+        return engine, f"=={version}" if version is not None else "", raw_engine
+    backend = subject.get("backend")
+    return "any", "", f"{backend or 'reference'} backend"
+
+
+def _fmt(value: Any, spec: str) -> str | None:
+    return format(float(value), spec) if _number(value) else None
+
+
+def record_entry(
+    data: dict[str, Any],
+    *,
+    smoke_name: str,
+    target: TargetInfo,
+    draft: DraftInfo,
+    entry_id: str | None = None,
+) -> Entry:
+    """The matrix entry for one smoke result, validated against the matrix schema."""
+    subject = data["subject"]
+    engine, versions, engine_label = _engine_facets(subject)
+    status, severity = classify_measurement(data)
+    method = subject.get("method") or data.get("method")
+    digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+    figures = [
+        f"acceptance rate {_fmt(data.get('acceptance_rate'), '.1%')}" if _number(data.get("acceptance_rate")) else "",
+        f"acceptance length {_fmt(data.get('mean_acceptance_length'), '.2f')}"
+        if _number(data.get("mean_acceptance_length"))
+        else "",
+        f"speed-up {_fmt(data.get('speedup'), '.2f')}x" if _number(data.get("speedup")) else "",
+        "lossless" if data.get("lossless") is True else "NOT lossless" if data.get("lossless") is False else "",
+    ]
+    note_parts = []
+    if _number(data.get("tokens")):
+        note_parts.append(f"{int(data['tokens'])} tokens")
+    if _number(data.get("drafts")):
+        note_parts.append(f"{int(data['drafts'])} drafts")
+    ci95 = data.get("ci95")
+    if isinstance(ci95, list) and len(ci95) == 2 and all(_number(x) for x in ci95):
+        note_parts.append(f"95% CI [{float(ci95[0]):.3f}, {float(ci95[1]):.3f}]")
+    note_parts.append(engine_label)
+    entry: dict[str, Any] = {
+        "id": entry_id or f"measured-{engine}-{_slug(str(subject['target']))}-{_slug(str(subject['draft']))}",
+        "kind": EntryKind.MEASURED.value,
+        "engine": engine,
+        "versions": versions,
+    }
+    if isinstance(method, str) and method:
+        entry["methods"] = [method.lower()]
+    draft_facet: dict[str, Any] = {}
+    if draft.format:
+        draft_facet["formats"] = [draft.format]
+    if draft.architecture:
+        draft_facet["architectures"] = [draft.architecture]
+    if not draft_facet:
+        raise SpecprobeError(f"cannot classify the drafter {draft.label!r}: pass --draft with its folder")
+    entry["draft"] = draft_facet
+    if not target.model_types:
+        raise SpecprobeError(f"target {target.label!r} has no model_type in its config.json")
+    entry["target"] = {"model_types": [target.model_types[0]], "attention": [target.attention.value]}
+    entry.update(
+        {
+            "status": status.value,
+            "severity": severity.value,
+            "summary": f"Measured by specprobe smoke on {engine_label}: {subject['target']} with drafter "
+            f"{subject['draft']}: " + ", ".join(f for f in figures if f) + ".",
+            "evidence": [f"smoke-run:{_slug(smoke_name)}@sha256:{digest}"],
+            "acceptance": Acceptance(
+                acceptance_rate=float(data["acceptance_rate"]) if _number(data.get("acceptance_rate")) else None,
+                mean_acceptance_length=float(data["mean_acceptance_length"])
+                if _number(data.get("mean_acceptance_length"))
+                else None,
+                note=", ".join(note_parts),
+            ).to_dict(),
+        }
+    )
+    if status is not Status.WORKS:
+        entry["hint"] = "Re-run `specprobe check` on the drafter; compare with the pairing's known entries."
+    errors = validation_errors({"entries": [entry]})
+    if errors:
+        raise MatrixError(f"the recorded entry does not match the matrix schema: {errors[0]}")
+    return entry_from_dict(entry, source=None)
+
+
+def matrix_document(entries: list[Entry], description: str | None = None) -> str:
+    document: dict[str, Any] = {}
+    if description:
+        document["description"] = description
+    document["entries"] = [e.to_dict() for e in entries]
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1000)
+
+
+def merge_into(existing_text: str | None, entry: Entry) -> str:
+    """An existing matrix file with ``entry`` added (or replacing the entry of the same id)."""
+    if not existing_text:
+        return matrix_document([entry], "Measured pairings recorded with `specprobe matrix record`.")
+    document = yaml.safe_load(existing_text)
+    if validation_errors(document):
+        raise MatrixError("the output file exists and is not a matrix file; choose another --output")
+    kept = [e for e in document["entries"] if e.get("id") != entry.id]
+    document["entries"] = [*kept, entry.to_dict()]
+    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=1000)

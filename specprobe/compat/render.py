@@ -1,0 +1,209 @@
+"""Rendering the matrix: entry dicts for JSON, a rich table for terminals, and COMPATIBILITY.md.
+
+`python -m specprobe.compat.render > COMPATIBILITY.md` (or `specprobe matrix --format markdown
+--output COMPATIBILITY.md`) regenerates the document; a test fails when the committed one is stale.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from specprobe.compat.loader import load_matrix
+from specprobe.compat.model import ENGINES, FEATURES, Entry, EntryKind, Match, Status, Verdict
+from specprobe.compat.snapshots import SnapshotSource, StoreSnapshots
+
+STATUS_MEANING = {
+    Status.WORKS: "known to work",
+    Status.DEGRADED: "runs, but acceptance (and so the speed-up) collapses",
+    Status.BROKEN: "crashes, stalls or produces wrong output",
+    Status.UNSUPPORTED: "the engine refuses the configuration",
+}
+_STATUS_STYLE = {Status.WORKS: "green", Status.DEGRADED: "yellow", Status.BROKEN: "red", Status.UNSUPPORTED: "red"}
+
+
+def allowlists(snapshots: SnapshotSource) -> dict[str, list[str] | None]:
+    """vLLM's EAGLE-3 target allowlist per snapshotted version (None: that version has no gate)."""
+    table: dict[str, list[str] | None] = {}
+    for version in snapshots.versions("vllm"):
+        facts = snapshots.facts("vllm", version)
+        if facts is not None:
+            allowed = facts.eagle3_target_supported
+            table[str(version)] = list(allowed) if allowed is not None else None
+    return table
+
+
+def entry_dict(entry: Entry, snapshots: SnapshotSource) -> dict[str, Any]:
+    data = entry.to_dict()
+    if entry.kind is EntryKind.EAGLE3_TARGET_ALLOWLIST:
+        data["allowlists"] = allowlists(snapshots)
+    return data
+
+
+def entries_json(entries: Iterable[Entry], snapshots: SnapshotSource | None = None) -> list[dict[str, Any]]:
+    source = snapshots if snapshots is not None else StoreSnapshots()
+    return [entry_dict(e, source) for e in entries]
+
+
+def verdicts_json(verdicts: Iterable[Verdict], snapshots: SnapshotSource | None = None) -> list[dict[str, Any]]:
+    source = snapshots if snapshots is not None else StoreSnapshots()
+    rows = []
+    for verdict in verdicts:
+        data = entry_dict(verdict.entry, source)
+        data["match"] = verdict.match.value
+        data["verdict"] = verdict.message
+        data["status"] = verdict.effective_status.value
+        data["severity"] = verdict.effective_severity.value
+        if verdict.missing:
+            data["missing"] = list(verdict.missing)
+        rows.append(data)
+    return rows
+
+
+def _drafter(entry: Entry) -> str:
+    parts = [*entry.draft_formats, *entry.draft_architectures]
+    return ", ".join(parts) or "any"
+
+
+def _target(entry: Entry) -> str:
+    parts = [k.value for k in entry.target_attention] + list(entry.target_model_types)
+    if entry.kind is EntryKind.EAGLE3_TARGET_ALLOWLIST:
+        return "model_type outside the version's allowlist"
+    return " + ".join(parts) or "any"
+
+
+def _methods(entry: Entry) -> str:
+    return ", ".join(entry.methods) or "any"
+
+
+def _acceptance(entry: Entry) -> str:
+    return entry.acceptance.describe() if entry.acceptance is not None else ""
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _evidence_links(entry: Entry) -> str:
+    links = []
+    for i, item in enumerate(entry.evidence, start=1):
+        links.append(f"[{i}]({item})" if item.startswith("https://") else f"`{item}`")
+    return " ".join(links)
+
+
+def render_markdown(entries: Sequence[Entry], snapshots: SnapshotSource | None = None) -> str:
+    """COMPATIBILITY.md: every entry by engine, the allowlists read from the snapshots, the legend."""
+    source = snapshots if snapshots is not None else StoreSnapshots()
+    lines = [
+        "# specprobe compatibility matrix",
+        "",
+        "Generated from `specprobe/data/compat_matrix/*.yaml` and the engine schema snapshots by",
+        "`specprobe matrix --format markdown --output COMPATIBILITY.md`; do not edit by hand.",
+        "",
+        "Check one pairing: `specprobe matrix --engine vllm==0.16.0 --method eagle3 --target TARGET --draft DRAFT`.",
+        "",
+        "| status | meaning |",
+        "| --- | --- |",
+    ]
+    lines += [f"| {status.value} | {meaning} |" for status, meaning in STATUS_MEANING.items()]
+    for engine in (*ENGINES, "any"):
+        rows = [e for e in entries if e.engine == engine]
+        if not rows:
+            continue
+        lines += [
+            "",
+            f"## {engine if engine != 'any' else 'Every engine'}",
+            "",
+            "| id | versions | methods | drafter | target | features | status | severity | summary "
+            "| measured | evidence |",
+            "| --- " * 11 + "|",
+        ]
+        for e in rows:
+            lines.append(
+                f"| `{e.id}` | {_md(e.versions_text)} | {_methods(e)} | {_md(_drafter(e))} | {_md(_target(e))} "
+                f"| {', '.join(e.features) or ''} | {e.status.value} | {e.severity.value} | {_md(e.summary)} "
+                f"| {_md(_acceptance(e))} | {_evidence_links(e)} |"
+            )
+    table = allowlists(source)
+    lines += [
+        "",
+        "## vLLM EAGLE-3 target allowlist by version",
+        "",
+        "Read from the schema snapshots (`eagle3_target_supported`); a target is accepted when one of",
+        "the names is a substring of its text model's `model_type`.",
+        "",
+    ]
+    if table:
+        lines += ["| vLLM | allowlist |", "| --- | --- |"]
+        for version, allowed in table.items():
+            text = ", ".join(f"`{a}`" for a in allowed) if allowed is not None else "no model_type gate"
+            lines.append(f"| {version} | {text} |")
+    else:
+        lines.append("No vLLM schema snapshot is shipped yet.")
+    lines += ["", "## Serving features", "", "| feature | meaning |", "| --- | --- |"]
+    lines += [f"| `{name}` | {meaning} |" for name, meaning in FEATURES.items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_verdicts_markdown(verdicts: Sequence[Verdict], subject: str) -> str:
+    lines = [f"# specprobe matrix: {subject}", ""]
+    if not verdicts:
+        return "\n".join([*lines, "No matrix entry applies to this pairing.", ""])
+    lines += ["| match | id | status | severity | verdict | evidence |", "| --- | --- | --- | --- | --- | --- |"]
+    for v in verdicts:
+        lines.append(
+            f"| {v.match.value} | `{v.entry.id}` | {v.effective_status.value} | {v.effective_severity.value} "
+            f"| {_md(v.message)} | {_evidence_links(v.entry)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def render_table(entries: Sequence[Entry], *, color: bool = False, snapshots: SnapshotSource | None = None) -> str:
+    """The whole matrix as a rich table for a terminal."""
+    source = snapshots if snapshots is not None else StoreSnapshots()
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=180, highlight=False)
+    table = Table(title=f"specprobe compatibility matrix ({len(entries)} entries)", expand=True, show_lines=True)
+    table.add_column("id", no_wrap=True)
+    table.add_column("engine / versions", no_wrap=True)
+    table.add_column("applies to (method; drafter; target; features)", ratio=2)
+    table.add_column("status", no_wrap=True)
+    table.add_column("summary", ratio=3)
+    order = {name: i for i, name in enumerate((*ENGINES, "any"))}
+    for e in sorted(entries, key=lambda e: order.get(e.engine, len(order))):
+        scope = f"method {_methods(e)}; drafter {_drafter(e)}; target {_target(e)}"
+        if e.features:
+            scope += f"; with {', '.join(e.features)}"
+        table.add_row(
+            e.id,
+            f"{e.engine} {e.versions_text}",
+            escape(scope),
+            f"[{_STATUS_STYLE[e.status]}]{e.status.value}[/] ({e.severity.value})",
+            escape(e.summary + (f" [measured: {_acceptance(e)}]" if _acceptance(e) else "")),
+        )
+    console.print(table)
+    table_allow = allowlists(source)
+    if table_allow:
+        console.print("vLLM EAGLE-3 target allowlists (from schema snapshots):")
+        for version, allowed in table_allow.items():
+            console.print(f"  {version}: {', '.join(allowed) if allowed is not None else 'no model_type gate'}")
+    return buffer.getvalue()
+
+
+def matched(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    return [v for v in verdicts if v.match is not Match.NO]
+
+
+def main() -> None:
+    """Print COMPATIBILITY.md to stdout."""
+    sys.stdout.write(render_markdown(load_matrix()))
+
+
+if __name__ == "__main__":
+    main()

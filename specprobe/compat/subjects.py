@@ -1,0 +1,189 @@
+"""Turning what the user names (engine spec, target, drafter folder) into the facets of a Pairing.
+
+The target is classified from config.json alone; the drafter through ``classify_draft``, the one
+place that decides which detection (the check pipeline's, or config.json) is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from specprobe.compat.model import ENGINES, FEATURES, Pairing
+from specprobe.findings import SpecprobeError
+from specprobe.hfconfig import (
+    AttentionKind,
+    ConfigError,
+    ModelConfig,
+    attention_traits,
+    classify_attention,
+    load_config_json,
+    parse_model_config,
+    resolve_config_path,
+)
+
+
+def parse_engine(spec: str) -> tuple[str, Version | None]:
+    """``vllm``, ``sglang==0.5.23`` -> (engine, version); anything else is a usage error."""
+    name, sep, raw_version = spec.strip().partition("==")
+    engine = name.strip().lower()
+    if engine not in ENGINES:
+        raise SpecprobeError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)} (optionally ==VERSION)")
+    if not sep:
+        return engine, None
+    try:
+        return engine, Version(raw_version.strip())
+    except InvalidVersion:
+        raise SpecprobeError(f"invalid version {raw_version!r} in --engine {spec!r}") from None
+
+
+def normalize_method(method: str) -> str:
+    """Engines spell methods differently (vLLM ``eagle3``, SGLang ``EAGLE3``); the matrix uses lower case."""
+    return method.strip().lower()
+
+
+def parse_features(features: list[str] | None) -> frozenset[str] | None:
+    if not features:
+        return None
+    unknown = [f for f in features if f not in FEATURES]
+    if unknown:
+        raise SpecprobeError(f"unknown feature {unknown[0]!r}; choose from: {', '.join(FEATURES)}")
+    return frozenset(features)
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """A target as the matrix sees it."""
+
+    label: str
+    config: ModelConfig
+    model_types: tuple[str, ...]
+    attention: AttentionKind
+    traits: frozenset[AttentionKind]
+
+
+def target_model_types(config: ModelConfig) -> tuple[str, ...]:
+    """The text model's model_type first (what vLLM's ``hf_text_config`` gates on), then a
+    multimodal wrapper's own (Kimi-K2.5 is ``kimi_k25`` around a ``kimi_k2``/``deepseek_v3`` text model)."""
+    types: list[str] = []
+    if config.model_type:
+        types.append(config.model_type)
+    if config.wrapper_model_type and config.wrapper_model_type not in types:
+        types.append(config.wrapper_model_type)
+    return tuple(types)
+
+
+def target_from_config(raw: dict[str, Any], label: str) -> TargetInfo:
+    return target_from_model_config(parse_model_config(raw), label)
+
+
+def target_from_model_config(config: ModelConfig, label: str) -> TargetInfo:
+    return TargetInfo(
+        label=label,
+        config=config,
+        model_types=target_model_types(config),
+        attention=classify_attention(config),
+        traits=attention_traits(config),
+    )
+
+
+def classify_target(spec: str) -> TargetInfo:
+    """A target folder, config.json or hub id -> its model_type(s) and attention; unreadable is exit 2."""
+    path = resolve_config_path(spec)
+    try:
+        raw = load_config_json(path)
+    except ConfigError as exc:
+        raise SpecprobeError(f"target {spec!r}: {exc}") from None
+    return target_from_config(raw, spec)
+
+
+@dataclass(frozen=True)
+class DraftInfo:
+    """A drafter as the matrix sees it."""
+
+    label: str
+    format: str | None
+    architecture: str | None
+
+
+def draft_format_from_config(raw: dict[str, Any]) -> str | None:
+    """The drafter format that config.json alone reveals (weight names would tell more)."""
+    architectures = [a for a in raw.get("architectures") or [] if isinstance(a, str)]
+    joined = " ".join(architectures)
+    if "speculators_config" in raw or "speculators_model_type" in raw or "Eagle3Speculator" in joined:
+        return "speculators"
+    if ("Deepseek" in joined and "Eagle3" in joined) or raw.get("kv_lora_rank") is not None:
+        return "eagle3-mla"
+    if "LlamaForCausalLMEagle3" in architectures:
+        return "specforge"
+    if any(a.startswith("Eagle3") for a in architectures):
+        return "vllm-native"
+    if "draft_vocab_size" in raw or "eagle_config" in raw:
+        return "eagle3"
+    return None
+
+
+def _check_detection(path: Path) -> tuple[str | None, str | None] | None:
+    """The check pipeline's own detection when its package offers one: same answer in check and matrix."""
+    try:
+        checkpoint = importlib.import_module("specprobe.checkpoint")
+    except ImportError:
+        return None
+    detect = getattr(checkpoint, "detect_draft", None)
+    if detect is None:
+        return None
+    try:
+        detected = detect(path)
+    except Exception:  # a checkpoint the detector rejects is classified from config.json below
+        return None
+    fmt = getattr(detected, "format", None)
+    arch = getattr(detected, "architecture", None)
+    return (str(fmt) if fmt else None, str(arch) if arch else None)
+
+
+def classify_draft(spec: str) -> DraftInfo:
+    """A drafter folder -> its format and architecture; a missing folder is exit 2, an unreadable
+    config.json leaves both unknown (check reports checkpoint problems, matrix only pairs)."""
+    path = Path(spec).expanduser()
+    if not path.is_dir():
+        raise SpecprobeError(f"draft {spec!r} is not a folder")
+    detected = _check_detection(path)
+    if detected is not None and any(detected):
+        return DraftInfo(label=spec, format=detected[0], architecture=detected[1])
+    try:
+        raw = load_config_json(path / "config.json")
+    except ConfigError:
+        return DraftInfo(label=spec, format=None, architecture=None)
+    architectures = [a for a in raw.get("architectures") or [] if isinstance(a, str)]
+    return DraftInfo(
+        label=spec,
+        format=draft_format_from_config(raw),
+        architecture=architectures[0] if architectures else None,
+    )
+
+
+def build_pairing(
+    *,
+    engine: str | None = None,
+    method: str | None = None,
+    target: TargetInfo | None = None,
+    draft: DraftInfo | None = None,
+    features: frozenset[str] | None = None,
+) -> Pairing:
+    engine_name, version = parse_engine(engine) if engine else (None, None)
+    return Pairing(
+        engine=engine_name,
+        version=version,
+        method=normalize_method(method) if method else None,
+        draft_format=draft.format if draft else None,
+        draft_architecture=draft.architecture if draft else None,
+        target_model_types=target.model_types if target else (),
+        target_attention=target.traits if target else frozenset(),
+        features=features,
+        target_label=target.label if target else None,
+        draft_label=draft.label if draft else None,
+    )
