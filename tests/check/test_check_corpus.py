@@ -23,7 +23,7 @@ def folder_fingerprint(folder: Path) -> dict[str, str]:
             path = Path(dirpath) / name
             rel = str(path.relative_to(folder))
             if path.is_symlink():
-                state[rel] = "link:" + os.readlink(path)
+                state[rel] = "link:" + str(path.readlink())
             elif path.is_file():
                 stat = path.stat()
                 state[rel] = f"{stat.st_size}:{stat.st_mtime_ns}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
