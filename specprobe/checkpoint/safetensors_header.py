@@ -14,9 +14,10 @@ import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 # Bytes per element for every dtype the safetensors format defines.
 DTYPE_SIZES: dict[str, int] = {
@@ -187,19 +188,26 @@ def read_header(path: Path) -> SafetensorsHeader:
     return header
 
 
-def read_tensor(entry: TensorEntry, path: Path, *, max_bytes: int) -> np.ndarray:
-    """Read one small tensor's bytes with a single bounded read (d2t/t2d); BF16 comes back as float32."""
+def read_raw(entry: TensorEntry, path: Path, *, max_bytes: int) -> bytes:
+    """One small tensor's bytes with a single bounded read (d2t/t2d)."""
     if entry.nbytes > max_bytes:
         raise HeaderError("size", f"tensor {entry.name!r} is {entry.nbytes} bytes, above the {max_bytes}-byte limit")
-    np_dtype = NUMPY_DTYPES.get(entry.dtype)
-    if np_dtype is None:
-        raise HeaderError("dtype", f"tensor {entry.name!r} has dtype {entry.dtype}, which cannot be read")
     with path.open("rb") as handle:
         handle.seek(entry.begin)
         data = handle.read(entry.nbytes)
     if len(data) != entry.nbytes:
         raise HeaderError("truncated", f"tensor {entry.name!r} is cut short")
-    array = np.frombuffer(data, dtype=np.dtype(np_dtype))
+    return data
+
+
+def read_tensor(entry: TensorEntry, path: Path, *, max_bytes: int) -> np.ndarray:
+    """A small tensor as numpy (BF16 widened to float32); numpy is imported only here."""
+    import numpy as np
+
+    np_dtype = NUMPY_DTYPES.get(entry.dtype)
+    if np_dtype is None:
+        raise HeaderError("dtype", f"tensor {entry.name!r} has dtype {entry.dtype}, which cannot be read")
+    array = np.frombuffer(read_raw(entry, path, max_bytes=max_bytes), dtype=np.dtype(np_dtype))
     if entry.dtype == "BF16":
         array = bf16_to_float32(array)
     return array.reshape(entry.shape)
@@ -207,4 +215,6 @@ def read_tensor(entry: TensorEntry, path: Path, *, max_bytes: int) -> np.ndarray
 
 def bf16_to_float32(words: np.ndarray) -> np.ndarray:
     """bfloat16 is the upper half of a float32: shift the 16-bit words into place."""
+    import numpy as np
+
     return (words.astype(np.uint32) << 16).view(np.float32)

@@ -9,8 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from specprobe.checkpoint.safetensors_header import NUMPY_DTYPES, TensorEntry, bf16_to_float32
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
@@ -48,6 +46,8 @@ class TensorStats:
 
 def scan_tensor(path: Path, entry: TensorEntry) -> TensorStats:
     """Count NaN/Inf and non-zero values, reading at most CHUNK_BYTES at a time."""
+    import numpy as np
+
     stats = TensorStats()
     itemsize = 2 if entry.dtype in ("F16", "BF16") else 4 if entry.dtype == "F32" else 8
     dtype = np.dtype(NUMPY_DTYPES[entry.dtype])

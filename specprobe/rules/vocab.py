@@ -7,10 +7,9 @@ in range and strictly increasing and ``t2d`` is true exactly at them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
-
-import numpy as np
 
 from specprobe.checkpoint.safetensors_header import INTEGER_DTYPES
 from specprobe.checkpoint.vocab import VocabMapRead, read_vocab_tensor
@@ -82,7 +81,7 @@ def target_vocab_size(ctx: CheckContext) -> int | None:
 
 def _check_d2t(
     d2t: VocabMapRead, draft_vocab: int | None, target_vocab: int | None
-) -> tuple[list[Finding], np.ndarray | None]:
+) -> tuple[list[Finding], list[int] | None]:
     findings: list[Finding] = []
     if d2t.dtype not in INTEGER_DTYPES:
         findings.append(
@@ -103,22 +102,22 @@ def _check_d2t(
     if d2t.error is not None or d2t.values is None:
         findings.append(D2T_UNREADABLE.finding(f"d2t: {d2t.error}", location=d2t.location))
         return findings, None
-    offsets = d2t.values.astype(np.int64)
-    targets = np.arange(offsets.shape[0], dtype=np.int64) + offsets
-    if target_vocab is not None and targets.size and (targets.min() < 0 or targets.max() >= target_vocab):
-        bad = int(np.count_nonzero((targets < 0) | (targets >= target_vocab)))
-        absolute = bool(offsets.min() >= 0 and offsets.max() < target_vocab and np.all(np.diff(offsets) > 0))
+    offsets = d2t.values
+    targets = [i + offset for i, offset in enumerate(offsets)]
+    if target_vocab is not None and targets and (min(targets) < 0 or max(targets) >= target_vocab):
+        bad = sum(1 for t in targets if t < 0 or t >= target_vocab)
+        absolute = min(offsets) >= 0 and max(offsets) < target_vocab and _strictly_increasing(offsets)
         findings.append(
             D2T_RANGE.finding(
-                f"{bad} of {targets.size} entries map outside [0, {target_vocab}) (i + d2t[i] spans "
-                f"{int(targets.min())}..{int(targets.max())})"
+                f"{bad} of {len(targets)} entries map outside [0, {target_vocab}) (i + d2t[i] spans "
+                f"{min(targets)}..{max(targets)})"
                 + ("; d2t holds absolute target ids, not offsets" if absolute else ""),
                 location=d2t.location,
                 hint="d2t[i] = target_id(i) - i (an offset), as SpecForge and EAGLE build it",
             )
         )
         return findings, None
-    if targets.size > 1 and not np.all(np.diff(targets) > 0):
+    if not _strictly_increasing(targets):
         findings.append(
             D2T_ORDER.finding(
                 "i + d2t[i] is not strictly increasing: target ids repeat or are out of order",
@@ -127,7 +126,7 @@ def _check_d2t(
             )
         )
         return findings, targets
-    if target_vocab is not None and draft_vocab is not None and draft_vocab < target_vocab and not np.any(offsets):
+    if target_vocab is not None and draft_vocab is not None and draft_vocab < target_vocab and not any(offsets):
         findings.append(
             D2T_ZERO.finding(
                 f"d2t is all zeros: draft ids map to target ids 0..{draft_vocab - 1}",
@@ -138,8 +137,12 @@ def _check_d2t(
     return findings, targets
 
 
+def _strictly_increasing(values: Sequence[int]) -> bool:
+    return all(a < b for a, b in itertools.pairwise(values))
+
+
 def _check_t2d(
-    t2d: VocabMapRead, targets: np.ndarray | None, draft_vocab: int | None, target_vocab: int | None
+    t2d: VocabMapRead, targets: list[int] | None, draft_vocab: int | None, target_vocab: int | None
 ) -> Iterator[Finding]:
     if t2d.dtype != "BOOL" and t2d.dtype not in INTEGER_DTYPES:
         yield T2D_DTYPE.finding(f"t2d is {t2d.dtype}, not a boolean mask", location=t2d.location)
@@ -152,27 +155,24 @@ def _check_t2d(
     if t2d.error is not None or t2d.values is None:
         yield D2T_UNREADABLE.finding(f"t2d: {t2d.error}", location=t2d.location)
         return
-    mask = t2d.values.astype(bool)
-    if t2d.dtype != "BOOL" and not np.isin(t2d.values, (0, 1)).all():
+    if not set(t2d.values) <= {0, 1}:
         yield T2D_DTYPE.finding("t2d holds values other than 0 and 1", location=t2d.location)
         return
-    count = int(mask.sum())
-    if draft_vocab is not None and count != draft_vocab:
+    marked = [j for j, flag in enumerate(t2d.values) if flag]
+    if draft_vocab is not None and len(marked) != draft_vocab:
         yield T2D_COUNT.finding(
-            f"t2d marks {count} target ids, draft_vocab_size is {draft_vocab}",
+            f"t2d marks {len(marked)} target ids, draft_vocab_size is {draft_vocab}",
             location=t2d.location,
             hint="t2d[j] = (j is used by the draft vocabulary)",
         )
         return
-    if targets is not None:
-        marked = np.flatnonzero(mask)
-        if marked.shape != targets.shape or not np.array_equal(marked, np.sort(targets)):
-            differ = int(np.setxor1d(marked, targets).size)
-            yield T2D_MISMATCH.finding(
-                f"t2d and d2t disagree on {differ} target ids",
-                location=t2d.location,
-                hint="rebuild both from the same sorted list of used target ids",
-            )
+    if targets is not None and marked != sorted(targets):
+        differ = len(set(marked).symmetric_difference(targets))
+        yield T2D_MISMATCH.finding(
+            f"t2d and d2t disagree on {differ} target ids",
+            location=t2d.location,
+            hint="rebuild both from the same sorted list of used target ids",
+        )
 
 
 def run(ctx: CheckContext) -> Iterator[Finding]:
@@ -183,7 +183,7 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
     d2t = read_vocab_tensor(ctx.checkpoint, ctx.layout, "d2t")
     t2d = read_vocab_tensor(ctx.checkpoint, ctx.layout, "t2d")
     reduced = draft_vocab is not None and target_vocab is not None and draft_vocab < target_vocab
-    targets: np.ndarray | None = None
+    targets: list[int] | None = None
     if d2t is None:
         if reduced:
             yield D2T_MISSING.finding(
