@@ -21,8 +21,13 @@ MATRIX_FORMATS = ("text", "json", "markdown")
 
 MatrixFormatOption = Annotated[
     str | None,
-    typer.Option("--format", "-f", envvar="SPECPROBE_FORMAT", show_default=False,
-                 help="Output format: text (table or findings), json, markdown (env SPECPROBE_FORMAT)."),
+    typer.Option(
+        "--format",
+        "-f",
+        envvar="SPECPROBE_FORMAT",
+        show_default=False,
+        help="Output format: text (table or findings), json, markdown (env SPECPROBE_FORMAT).",
+    ),
 ]
 
 EngineOption = Annotated[
@@ -35,13 +40,20 @@ TargetOption = Annotated[
 DraftOption = Annotated[str | None, typer.Option("--draft", "-d", help="Drafter checkpoint folder.")]
 FeatureOption = Annotated[
     list[str] | None,
-    typer.Option("--feature", help="Serving feature in use (repeatable): lora, min_p, logit_bias, pipeline_parallel, "
-                 "structured_output, eagle_topk_gt_1, long_context, multi_layer_draft."),
+    typer.Option(
+        "--feature",
+        help="Serving feature in use (repeatable): lora, min_p, logit_bias, pipeline_parallel, "
+        "structured_output, eagle_topk_gt_1, long_context, multi_layer_draft.",
+    ),
 ]
 MatrixFileOption = Annotated[
     list[Path] | None,
-    typer.Option("--matrix", help="Extra matrix YAML file (repeatable), e.g. one written by `matrix record`.",
-                 exists=False, dir_okay=False),
+    typer.Option(
+        "--matrix",
+        help="Extra matrix YAML file (repeatable), e.g. one written by `matrix record`.",
+        exists=False,
+        dir_okay=False,
+    ),
 ]
 
 
@@ -139,8 +151,12 @@ def _record(
     entry_id: Annotated[str | None, typer.Option("--id", help="Entry id (default: derived from the subject).")] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", dir_okay=False,
-                     help="Matrix YAML file to add the entry to (created if missing); stdout otherwise."),
+        typer.Option(
+            "--output",
+            "-o",
+            dir_okay=False,
+            help="Matrix YAML file to add the entry to (created if missing); stdout otherwise.",
+        ),
     ] = None,
 ) -> None:
     """Turn a smoke run's JSON into a matrix entry with its measured acceptance as evidence."""

@@ -7,10 +7,14 @@ than retyped, so that a new snapshot updates the matrix.
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from packaging.version import InvalidVersion, Version
+
+from specprobe.findings import SpecprobeError
 
 
 @dataclass(frozen=True)
@@ -134,3 +138,36 @@ def resolve_facts(source: SnapshotSource, engine: str, version: Version, attribu
     if below is None or above is None or getattr(below, attribute) != getattr(above, attribute):
         return None
     return ResolvedFacts(below, (lower[-1], upper[0]), False)
+
+
+class FolderSnapshots:
+    """Snapshots in a folder laid out like the shipped store (``<engine>/<version>.json``), e.g.
+    ones extracted from a local engine with `specprobe schema`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _files(self, engine: str) -> dict[Version, Path]:
+        found: dict[Version, Path] = {}
+        folder = self.root / engine
+        if not folder.is_dir():
+            return found
+        for path in folder.glob("*.json"):
+            try:
+                found[Version(path.stem)] = path
+            except InvalidVersion:
+                continue
+        return found
+
+    def versions(self, engine: str) -> list[Version]:
+        return sorted(self._files(engine))
+
+    def facts(self, engine: str, version: Version) -> SnapshotFacts | None:
+        path = self._files(engine).get(version)
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise SpecprobeError(f"snapshot {path} is unreadable: {exc}") from None
+        return facts_from_schema(engine, version, data) if isinstance(data, dict) else None

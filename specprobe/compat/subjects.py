@@ -6,7 +6,6 @@ place that decides which detection (the check pipeline's, or config.json) is use
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,22 +126,14 @@ def draft_format_from_config(raw: dict[str, Any]) -> str | None:
     return None
 
 
-def _check_detection(path: Path) -> tuple[str | None, str | None] | None:
-    """The check pipeline's own detection when its package offers one: same answer in check and matrix."""
-    try:
-        checkpoint = importlib.import_module("specprobe.checkpoint")
-    except ImportError:
-        return None
-    detect = getattr(checkpoint, "detect_draft", None)
-    if detect is None:
-        return None
-    try:
-        detected = detect(path)
-    except Exception:  # a checkpoint the detector rejects is classified from config.json below
-        return None
-    fmt = getattr(detected, "format", None)
-    arch = getattr(detected, "architecture", None)
-    return (str(fmt) if fmt else None, str(arch) if arch else None)
+def _check_detection(path: Path) -> tuple[str | None, str | None]:
+    """check's own detection (config.json plus safetensors tensor names, headers only), so that
+    check and matrix name a drafter the same way."""
+    from specprobe.checkpoint import detect_layout, load_checkpoint
+
+    checkpoint = load_checkpoint(path)
+    layout = detect_layout(checkpoint, checkpoint.config_raw)
+    return layout.draft_format, layout.architecture
 
 
 def classify_draft(spec: str) -> DraftInfo:
@@ -151,18 +142,19 @@ def classify_draft(spec: str) -> DraftInfo:
     path = Path(spec).expanduser()
     if not path.is_dir():
         raise SpecprobeError(f"draft {spec!r} is not a folder")
-    detected = _check_detection(path)
-    if detected is not None and any(detected):
-        return DraftInfo(label=spec, format=detected[0], architecture=detected[1])
+    draft_format, architecture = _check_detection(path)
+    if draft_format is not None:
+        return DraftInfo(label=spec, format=draft_format, architecture=architecture)
+    # Without weights to read (a config-only folder) the tensor names cannot decide; config.json can.
     try:
         raw = load_config_json(path / "config.json")
     except ConfigError:
-        return DraftInfo(label=spec, format=None, architecture=None)
+        return DraftInfo(label=spec, format=None, architecture=architecture)
     architectures = [a for a in raw.get("architectures") or [] if isinstance(a, str)]
     return DraftInfo(
         label=spec,
         format=draft_format_from_config(raw),
-        architecture=architectures[0] if architectures else None,
+        architecture=architecture or (architectures[0] if architectures else None),
     )
 
 
