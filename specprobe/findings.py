@@ -7,10 +7,9 @@ strict), 1 at least one error (or a warning under strict), 2 the command could n
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 from specprobe import __version__
 
@@ -39,7 +38,10 @@ class SpecprobeError(Exception):
     """The command could not run (bad arguments, missing path, engine crash): exit 2, one line."""
 
 
-class Finding(BaseModel):
+# Plain dataclasses, not pydantic models: every command (and --help) imports this module, and
+# pydantic's import and schema building would cost more than a whole header-only check.
+@dataclass
+class Finding:
     """One observation about the deployment, produced by a rule with a stable ID."""
 
     rule: str
@@ -47,16 +49,36 @@ class Finding(BaseModel):
     message: str
     location: str | None = None
     hint: str | None = None
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Accept "error"/"warning"/"info" as well as the enum, as the JSON contract spells them.
+        self.severity = Severity(self.severity)
+        self.evidence = list(self.evidence)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "message": self.message,
+            "location": self.location,
+            "hint": self.hint,
+            "evidence": list(self.evidence),
+        }
 
 
-class Summary(BaseModel):
+@dataclass(frozen=True)
+class Summary:
     errors: int = 0
     warnings: int = 0
     infos: int = 0
 
+    def to_json_dict(self) -> dict[str, int]:
+        return asdict(self)
 
-class Report(BaseModel):
+
+@dataclass
+class Report:
     """The result of one command run: what was examined, what was found, and extra command data.
 
     ``extra`` holds command-specific keys (``entries`` for matrix, acceptance figures for smoke) that
@@ -64,9 +86,9 @@ class Report(BaseModel):
     """
 
     command: str
-    subject: dict[str, str | None] = Field(default_factory=dict)
-    findings: list[Finding] = Field(default_factory=list)
-    extra: dict[str, Any] = Field(default_factory=dict)
+    subject: dict[str, str | None] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
     specprobe_version: str = __version__
 
     def add(self, finding: Finding) -> None:
@@ -102,8 +124,8 @@ class Report(BaseModel):
             "specprobe_version": self.specprobe_version,
             "command": self.command,
             "subject": self.subject,
-            "findings": [f.model_dump(mode="json") for f in self.sorted_findings()],
-            "summary": self.summary.model_dump(),
+            "findings": [f.to_json_dict() for f in self.sorted_findings()],
+            "summary": self.summary.to_json_dict(),
             "ok": self.ok,
         }
         for key, value in self.extra.items():

@@ -33,10 +33,19 @@ def test_every_severity_has_a_rank() -> None:
     assert [s.rank for s in Severity] == [0, 1, 2]
 
 
+def test_finding_accepts_the_json_spelling_of_a_severity() -> None:
+    finding = Finding(rule="R", severity="warning", message="m")  # type: ignore[arg-type]
+
+    assert finding.severity is Severity.WARNING
+    assert finding.to_json_dict()["severity"] == "warning"
+    with pytest.raises(ValueError):
+        Finding(rule="R", severity="fatal", message="m")  # type: ignore[arg-type]
+
+
 def test_summary_ok_and_fired() -> None:
     report = _report(Severity.INFO, Severity.ERROR, Severity.WARNING, Severity.ERROR)
 
-    assert report.summary.model_dump() == {"errors": 2, "warnings": 1, "infos": 1}
+    assert report.summary.to_json_dict() == {"errors": 2, "warnings": 1, "infos": 1}
     assert report.ok is False
     assert report.fired() == {"R-0", "R-1", "R-2", "R-3"}
 
