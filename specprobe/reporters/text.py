@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
-from rich.markup import escape
-
 from specprobe.findings import Report, Severity
 from specprobe.reporters.base import Reporter
 
@@ -24,6 +21,10 @@ class TextReporter(Reporter):
     description = "grouped findings for a terminal (colour unless NO_COLOR or not a TTY)"
 
     def render(self, report: Report) -> str:
+        # rich is imported here, not at module level: --help and the json format never need it.
+        from rich.console import Console
+        from rich.markup import escape
+
         buffer = io.StringIO()
         console = Console(
             file=buffer,
