@@ -16,46 +16,47 @@ def _subject_line(report: Report) -> str:
     return f"specprobe {report.command}" + (": " + ", ".join(parts) if parts else "")
 
 
+# A line is a list of (text, style) segments; style None is unstyled.
+Segment = tuple[str, str | None]
+
+
+def _lines(report: Report) -> list[list[Segment]]:
+    lines: list[list[Segment]] = [[(_subject_line(report), "bold")]]
+    findings = report.sorted_findings()
+    for severity in Severity:
+        group = [f for f in findings if f.severity is severity]
+        if not group:
+            continue
+        lines.append([])
+        lines.append([(f"{_HEADING[severity]} ({len(group)})", _STYLE[severity])])
+        for finding in group:
+            where = f" [{finding.location}]" if finding.location else ""
+            lines.append([("  ", None), (finding.rule, _STYLE[severity]), (f"{where}: {finding.message}", None)])
+            if finding.hint:
+                lines.append([(f"      hint: {finding.hint}", "dim")])
+            if finding.evidence:
+                lines.append([(f"      see: {finding.evidence[0]}", "dim")])
+    summary = report.summary
+    counts = f" {summary.errors} error(s), {summary.warnings} warning(s), {summary.infos} info"
+    lines.append([])
+    lines.append([("PASS", "bold green") if report.ok else ("FAIL", "bold red"), (counts, None)])
+    return lines
+
+
 class TextReporter(Reporter):
     name = "text"
     description = "grouped findings for a terminal (colour unless NO_COLOR or not a TTY)"
 
     def render(self, report: Report) -> str:
-        # rich is imported here, not at module level: --help and the json format never need it.
+        lines = _lines(report)
+        if not self.color:
+            # Plain text needs no rich: pipes, CI logs and NO_COLOR start faster without importing it.
+            return "".join("".join(text for text, _ in line) + "\n" for line in lines)
         from rich.console import Console
-        from rich.markup import escape
+        from rich.text import Text
 
         buffer = io.StringIO()
-        console = Console(
-            file=buffer,
-            force_terminal=self.color,
-            no_color=not self.color,
-            width=110,
-            highlight=False,
-            soft_wrap=True,
-        )
-        console.print(escape(_subject_line(report)), style="bold")
-        findings = report.sorted_findings()
-        for severity in Severity:
-            group = [f for f in findings if f.severity is severity]
-            if not group:
-                continue
-            console.print()
-            console.print(f"{_HEADING[severity]} ({len(group)})", style=_STYLE[severity])
-            for finding in group:
-                where = f" \\[{escape(finding.location)}]" if finding.location else ""
-                console.print(
-                    f"  [{_STYLE[severity]}]{finding.rule}[/]{where}: {escape(finding.message)}"
-                )
-                if finding.hint:
-                    console.print(f"      hint: {escape(finding.hint)}", style="dim")
-                if finding.evidence:
-                    console.print(f"      see: {escape(finding.evidence[0])}", style="dim")
-        summary = report.summary
-        console.print()
-        counts = f"{summary.errors} error(s), {summary.warnings} warning(s), {summary.infos} info"
-        if report.ok:
-            console.print(f"[bold green]PASS[/] {counts}")
-        else:
-            console.print(f"[bold red]FAIL[/] {counts}")
+        console = Console(file=buffer, force_terminal=True, width=110, highlight=False, soft_wrap=True)
+        for line in lines:
+            console.print(Text.assemble(*((text, style or "") for text, style in line)))
         return buffer.getvalue()
