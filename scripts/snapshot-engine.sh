@@ -5,13 +5,17 @@
 #   scripts/snapshot-engine.sh vllm 0.18.0 --overlay PYTHON     light install: the release's own package
 #       (pip install --no-deps) on top of the dependencies of another engine venv (its site-packages
 #       added through a .pth file); the probe still imports that release's own code.
+#   scripts/snapshot-engine.sh vllm 0.16.0 --overlay PYTHON gguf   ... plus dependencies the base venv lacks
+#       (older releases import packages newer ones dropped); they are recorded in the provenance too.
 # How it was installed is recorded in the snapshot's provenance.
 set -euo pipefail
 engine=${1:?engine (vllm|sglang)}
 version=${2:?version}
 overlay=""
+extra=()
 if [ "${3:-}" = "--overlay" ]; then
   overlay=${4:?--overlay needs the python of an engine venv}
+  extra=("${@:5}")
 fi
 cd "$(dirname "$0")/.."
 work=$(mktemp -d "${TMPDIR:-/tmp}/specprobe-snapshot-$engine-$version.XXXXXX")
@@ -25,8 +29,14 @@ if [ -n "$overlay" ]; then
   # Appended after the venv's own site-packages, so this release's package shadows the base one.
   echo "$base_site" > "$own_site/zz-specprobe-base.pth"
   "$py" -m pip install -q --no-deps "$engine==$version" >&2
+  if [ ${#extra[@]} -gt 0 ]; then
+    "$py" -m pip install -q "${extra[@]}" >&2
+  fi
   deps=$("$py" -c "import importlib.metadata as m; print(', '.join(f'{d} {m.version(d)}' for d in ('torch', 'transformers', 'pydantic')))")
   note="pip install --no-deps $engine==$version over the dependencies of the $engine $base_version venv ($deps)"
+  if [ ${#extra[@]} -gt 0 ]; then
+    note="$note, plus pip install ${extra[*]}"
+  fi
 else
   "$py" -m pip install -q --upgrade pip >&2
   "$py" -m pip install -q "$engine==$version" >&2

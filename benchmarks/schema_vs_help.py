@@ -1,0 +1,90 @@
+"""`help(SpeculativeConfig)` (how the field report got vLLM's schema) vs `specprobe schema vllm`, in one run.
+
+Measures, against the same vLLM interpreter:
+  help      PAGER=cat python -c "from vllm.config import SpeculativeConfig; help(SpeculativeConfig)"
+  uncached  specprobe schema vllm --python PY        (fresh cache folder: a live probe)
+  cached    the same command again                   (median of --repeat runs)
+  library   specprobe.schema.live.resolve_schema(...) in-process, cached (median)
+and prints the times, output sizes and the ratios.
+
+Usage: python benchmarks/schema_vs_help.py [--python PATH] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def default_python() -> Path:
+    from_env = os.environ.get("SPECPROBE_VLLM_PYTHON")
+    if from_env:
+        return Path(from_env)
+    root = Path(os.environ.get("SPECPROBE_ENGINES_DIR", Path.home() / ".cache" / "specprobe" / "engines"))
+    return root / "vllm-0.33.0" / "bin" / "python"
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    elapsed = time.perf_counter() - started
+    if completed.returncode != 0:
+        sys.exit(f"failed ({completed.returncode}): {' '.join(command)}\n{completed.stderr[-2000:]}")
+    return elapsed, completed.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--python", type=Path, default=default_python())
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    if not args.python.is_file():
+        sys.exit(f"no vLLM interpreter at {args.python}; run scripts/provision-engine.sh vllm 0.33.0")
+
+    with tempfile.TemporaryDirectory(prefix="specprobe-bench-") as cache_dir:
+        env = {**os.environ, "PAGER": "cat", "SPECPROBE_CACHE_DIR": cache_dir, "NO_COLOR": "1"}
+        help_s, help_out = timed(
+            [str(args.python), "-c", "from vllm.config import SpeculativeConfig; help(SpeculativeConfig)"], env
+        )
+        command = [sys.executable, "-m", "specprobe", "schema", "vllm", "--python", str(args.python)]
+        uncached_s, table_out = timed(command, env)
+        cached_runs = [timed(command, env)[0] for _ in range(args.repeat)]
+        cached_s = statistics.median(cached_runs)
+
+        os.environ["SPECPROBE_CACHE_DIR"] = cache_dir
+        from specprobe.schema.live import resolve_schema
+
+        library_runs = []
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            resolution = resolve_schema("vllm", python=args.python)
+            library_runs.append(time.perf_counter() - started)
+        assert resolution.cached
+        library_s = statistics.median(library_runs)
+
+    rows = [
+        ("help(SpeculativeConfig)", help_s, help_out),
+        ("specprobe schema vllm (uncached)", uncached_s, table_out),
+        (f"specprobe schema vllm (cached, median of {args.repeat})", cached_s, table_out),
+    ]
+    print(f"vLLM interpreter: {args.python}")
+    print(f"{'command':<48} {'seconds':>8} {'lines':>7} {'bytes':>8}")
+    for label, seconds, out in rows:
+        print(f"{label:<48} {seconds:>8.2f} {len(out.splitlines()):>7} {len(out.encode()):>8}")
+    print(f"{'resolve_schema() in-process (cached, median)':<48} {library_s:>8.3f}")
+    print()
+    print(f"help / uncached specprobe: {help_s / uncached_s:.2f}x")
+    print(f"help / cached specprobe:   {help_s / cached_s:.1f}x")
+    print(f"uncached / cached:         {uncached_s / cached_s:.1f}x")
+    ratio = len(help_out.splitlines()) / max(1, len(table_out.splitlines()))
+    print(f"help output is {ratio:.1f}x the lines of the table")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""What changed between two versions of an engine's schema: methods, parameters, types, defaults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from specprobe.schema.model import EngineSchema
+
+
+class Change(BaseModel):
+    """One parameter whose type or default differs between the two versions."""
+
+    name: str
+    old: Any = None
+    new: Any = None
+
+
+class SchemaDiff(BaseModel):
+    """The difference ``new`` minus ``old`` for one engine."""
+
+    engine: str
+    old: str
+    new: str
+    methods_added: list[str] = Field(default_factory=list)
+    methods_removed: list[str] = Field(default_factory=list)
+    parameters_added: list[str] = Field(default_factory=list)
+    parameters_removed: list[str] = Field(default_factory=list)
+    parameters_retyped: list[Change] = Field(default_factory=list)
+    defaults_changed: list[Change] = Field(default_factory=list)
+    draft_architectures_added: list[str] = Field(default_factory=list)
+    draft_architectures_removed: list[str] = Field(default_factory=list)
+    cli_flags_added: list[str] = Field(default_factory=list)
+    cli_flags_removed: list[str] = Field(default_factory=list)
+    eagle3_target_supported: Change | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not any(
+            getattr(self, name)
+            for name in type(self).model_fields
+            if name not in {"engine", "old", "new"}
+        )
+
+
+def _added(old: list[str], new: list[str]) -> list[str]:
+    known = set(old)
+    return [item for item in new if item not in known]
+
+
+def _flag_names(schema: EngineSchema) -> list[str]:
+    return [flag for entry in schema.cli_flags for flag in entry.flags if flag.startswith("--")]
+
+
+def diff_schemas(old: EngineSchema, new: EngineSchema) -> SchemaDiff:
+    """Compare two schemas of the same engine."""
+    result = SchemaDiff(
+        engine=new.engine,
+        old=old.version,
+        new=new.version,
+        methods_added=_added(old.methods, new.methods),
+        methods_removed=_added(new.methods, old.methods),
+        parameters_added=_added(list(old.parameters), list(new.parameters)),
+        parameters_removed=_added(list(new.parameters), list(old.parameters)),
+        draft_architectures_added=_added(old.draft_architectures, new.draft_architectures),
+        draft_architectures_removed=_added(new.draft_architectures, old.draft_architectures),
+        cli_flags_added=_added(_flag_names(old), _flag_names(new)),
+        cli_flags_removed=_added(_flag_names(new), _flag_names(old)),
+    )
+    for name, spec in new.parameters.items():
+        before = old.parameters.get(name)
+        if before is None:
+            continue
+        if before.type != spec.type:
+            result.parameters_retyped.append(Change(name=name, old=before.type, new=spec.type))
+        if before.default != spec.default:
+            result.defaults_changed.append(Change(name=name, old=before.default, new=spec.default))
+    if old.eagle3_target_supported != new.eagle3_target_supported:
+        result.eagle3_target_supported = Change(
+            name="eagle3_target_supported", old=old.eagle3_target_supported, new=new.eagle3_target_supported
+        )
+    return result

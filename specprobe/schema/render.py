@@ -1,0 +1,197 @@
+"""Human renderings of an EngineSchema and a SchemaDiff: rich text tables and Markdown."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from specprobe.schema.diff import SchemaDiff
+from specprobe.schema.model import EngineSchema, ParameterSpec
+
+ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang"}
+_SCALARS = {"integer": "int", "number": "float", "string": "str", "boolean": "bool", "null": "None", "object": "dict"}
+# Enumerations longer than this are summarised in tables ("one of 38 values"); --field lists them all.
+_INLINE_CHOICES = 6
+
+
+def type_text(schema: dict[str, Any], *, full: bool = False) -> str:
+    """A compact Python-like spelling of a JSON Schema: ``int | None``, ``'greedy' | 'probabilistic'``."""
+    if not schema:
+        return "any"
+    if "anyOf" in schema:
+        return " | ".join(type_text(member, full=full) for member in schema["anyOf"])
+    if "enum" in schema:
+        values = [json.dumps(value).replace('"', "'") for value in schema["enum"]]
+        if full or len(values) <= _INLINE_CHOICES:
+            return " | ".join(values)
+        return f"one of {len(values)} values"
+    if "x-enum-names" in schema:
+        names = schema["x-enum-names"]
+        return " | ".join(names) if full or len(names) <= _INLINE_CHOICES else f"enum of {len(names)} names"
+    if "x-python-type" in schema:
+        return str(schema["x-python-type"]).rsplit(".", 1)[-1]
+    kind = schema.get("type")
+    if kind == "array":
+        if "prefixItems" in schema:
+            return "tuple[" + ", ".join(type_text(item, full=full) for item in schema["prefixItems"]) + "]"
+        return f"list[{type_text(schema.get('items', {}), full=full)}]"
+    if isinstance(kind, str):
+        return _SCALARS.get(kind, kind)
+    return json.dumps(schema)
+
+
+def default_text(spec: ParameterSpec) -> str:
+    if spec.required:
+        return "(required)"
+    return json.dumps(spec.default) if not isinstance(spec.default, str) else repr(spec.default)
+
+
+def headline(schema: EngineSchema) -> str:
+    title = ENGINE_TITLES.get(schema.engine, schema.engine)
+    where = "live" if schema.source == "live" else "snapshot"
+    return f"{title} {schema.version} ({where})"
+
+
+def _console(buffer: io.StringIO, color: bool) -> Console:
+    return Console(file=buffer, width=140, force_terminal=color, no_color=not color, highlight=False, soft_wrap=False)
+
+
+def render_text(schema: EngineSchema, *, color: bool = False) -> str:
+    """Methods by family and the user-settable parameters, as rich tables."""
+    buffer = io.StringIO()
+    console = _console(buffer, color)
+    console.print(f"[bold]{escape(headline(schema))}[/bold]")
+    methods = Table(title="Speculative methods by family", title_justify="left", show_lines=False)
+    methods.add_column("family", style="cyan", no_wrap=True)
+    methods.add_column("methods (declaration order)")
+    for family, members in schema.method_families.items():
+        methods.add_row(family, escape(", ".join(members)))
+    console.print(methods)
+    if schema.reserved_methods:
+        console.print(f"reserved aliases: {escape(', '.join(schema.reserved_methods))}")
+    params = Table(title="User-settable parameters", title_justify="left")
+    params.add_column("parameter", style="cyan", no_wrap=True)
+    params.add_column("type")
+    params.add_column("default")
+    params.add_column("constraint", no_wrap=True)
+    params.add_column("description")
+    for name, spec in schema.user_parameters().items():
+        params.add_row(
+            escape(name),
+            escape(type_text(spec.type)),
+            escape(default_text(spec)),
+            escape(spec.constraint_text()),
+            escape(spec.summary()),
+        )
+    console.print(params)
+    internal = [name for name, spec in schema.parameters.items() if spec.internal]
+    if internal:
+        console.print(f"set by the engine itself (not user-settable): {escape(', '.join(internal))}")
+    if schema.eagle3_target_supported is not None:
+        console.print(
+            f"EAGLE-3 targets gated by model_type: {escape(', '.join(schema.eagle3_target_supported))}"
+        )
+    if schema.draft_architectures:
+        console.print(f"draft architectures in the model registry: {len(schema.draft_architectures)}")
+    flags = [flag for entry in schema.cli_flags for flag in entry.flags]
+    if flags:
+        console.print(f"CLI flags: {escape(', '.join(flags))}")
+    for problem in schema.problems:
+        console.print(f"[yellow]not extracted:[/yellow] {escape(problem)}")
+    return buffer.getvalue()
+
+
+def render_field(schema: EngineSchema, name: str, *, color: bool = False) -> str:
+    """One parameter in full: every attribute and the whole description."""
+    spec = schema.parameters[name]
+    buffer = io.StringIO()
+    console = _console(buffer, color)
+    console.print(f"[bold]{escape(name)}[/bold]  ({escape(headline(schema))})")
+    rows: list[tuple[str, str]] = [
+        ("type", type_text(spec.type, full=True)),
+        ("declared as", spec.python_type or ""),
+        ("default", default_text(spec)),
+        ("constraints", spec.constraint_text() or "none"),
+        ("internal", "yes (set by the engine)" if spec.internal else "no"),
+        ("flag", ", ".join([spec.flag, *spec.aliases]) if spec.flag else "none"),
+        ("JSON Schema", json.dumps(spec.type)),
+    ]
+    for label, value in rows:
+        console.print(f"[cyan]{label:>12}[/cyan]  {escape(value)}")
+    console.print()
+    console.print(escape(spec.description or "(no description)"))
+    return buffer.getvalue()
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(schema: EngineSchema) -> str:
+    lines = [f"# {headline(schema)}", "", "## Speculative methods", "", "| family | methods |", "|---|---|"]
+    lines += [f"| {family} | {_md_cell(', '.join(members))} |" for family, members in schema.method_families.items()]
+    lines += ["", "## Parameters", "", "| parameter | type | default | constraint | description |"]
+    lines.append("|---|---|---|---|---|")
+    for name, spec in schema.user_parameters().items():
+        cells = [f"`{name}`", type_text(spec.type), default_text(spec), spec.constraint_text(), spec.summary()]
+        lines.append("| " + " | ".join(_md_cell(cell) for cell in cells) + " |")
+    if schema.eagle3_target_supported is not None:
+        lines += ["", f"EAGLE-3 targets gated by model_type: {', '.join(schema.eagle3_target_supported)}"]
+    if schema.draft_architectures:
+        lines += ["", "## Draft architectures", "", ", ".join(f"`{arch}`" for arch in schema.draft_architectures)]
+    return "\n".join(lines) + "\n"
+
+
+def _diff_sections(result: SchemaDiff) -> list[tuple[str, list[str]]]:
+    return [
+        ("methods added", result.methods_added),
+        ("methods removed", result.methods_removed),
+        ("parameters added", result.parameters_added),
+        ("parameters removed", result.parameters_removed),
+        (
+            "parameters retyped",
+            [f"{item.name}: {type_text(item.old)} -> {type_text(item.new)}" for item in result.parameters_retyped],
+        ),
+        (
+            "defaults changed",
+            [f"{item.name}: {json.dumps(item.old)} -> {json.dumps(item.new)}" for item in result.defaults_changed],
+        ),
+        ("draft architectures added", result.draft_architectures_added),
+        ("draft architectures removed", result.draft_architectures_removed),
+        ("CLI flags added", result.cli_flags_added),
+        ("CLI flags removed", result.cli_flags_removed),
+        (
+            "EAGLE-3 target gate",
+            [f"{result.eagle3_target_supported.old} -> {result.eagle3_target_supported.new}"]
+            if result.eagle3_target_supported
+            else [],
+        ),
+    ]
+
+
+def render_diff_text(result: SchemaDiff) -> str:
+    title = ENGINE_TITLES.get(result.engine, result.engine)
+    lines = [f"{title} {result.old} -> {result.new}"]
+    if result.empty:
+        lines.append("no differences")
+    for label, items in _diff_sections(result):
+        if items:
+            lines.append(f"{label} ({len(items)}):")
+            lines += [f"  {item}" for item in items]
+    return "\n".join(lines) + "\n"
+
+
+def render_diff_markdown(result: SchemaDiff) -> str:
+    title = ENGINE_TITLES.get(result.engine, result.engine)
+    lines = [f"# {title} {result.old} -> {result.new}", ""]
+    if result.empty:
+        lines.append("No differences.")
+    for label, items in _diff_sections(result):
+        if items:
+            lines += [f"## {label[0].upper()}{label[1:]}", ""] + [f"- `{item}`" for item in items] + [""]
+    return "\n".join(lines) + "\n"

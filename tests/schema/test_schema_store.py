@@ -1,0 +1,80 @@
+"""The shipped snapshot store: versions, newest, provenance, and that importing it stays cheap."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from jsonschema import Draft202012Validator
+
+from specprobe.schema.jsonschema_export import to_json_schema
+from specprobe.schema.store import known_versions, load_snapshot
+
+REQUIRED = {"vllm": ["0.16.0", "0.18.0", "0.28.0", "0.33.0", "0.34.0"], "sglang": ["0.5.23"]}
+
+
+def test_required_snapshots_are_shipped():
+    for engine, versions in REQUIRED.items():
+        shipped = known_versions(engine)
+        assert set(versions) <= set(shipped), (engine, shipped)
+    # SGLang: the current release plus at least one older one.
+    assert len(known_versions("sglang")) >= 2
+
+
+def test_versions_are_in_pep440_order_and_newest_is_default():
+    versions = known_versions("vllm")
+    assert versions == sorted(versions, key=lambda v: tuple(int(part) for part in v.split(".")))
+    newest = load_snapshot("vllm")
+    assert newest is not None
+    assert newest.version == versions[-1]
+    assert newest.source == "snapshot"
+
+
+def test_unknown_engine_or_version_is_none():
+    assert load_snapshot("vllm", "0.0.1") is None
+    assert load_snapshot("tgi") is None
+    assert known_versions("tgi") == []
+
+
+def test_version_spelling_is_normalised():
+    assert load_snapshot("vllm", "0.33") is not None
+    assert load_snapshot("vllm", "0.33").version == "0.33.0"
+
+
+def test_every_snapshot_is_complete_and_has_provenance():
+    for engine in ("vllm", "sglang"):
+        for version in known_versions(engine):
+            schema = load_snapshot(engine, version)
+            assert schema is not None
+            assert schema.version == version
+            assert schema.methods, (engine, version)
+            assert schema.parameters, (engine, version)
+            assert schema.draft_architectures, (engine, version)
+            assert schema.problems == [], (engine, version, schema.problems)
+            for key in ("engine_version", "python", "extracted_at", "specprobe_version", "installed_by"):
+                assert schema.provenance.get(key), (engine, version, key)
+            assert schema.provenance["engine_version"] == version
+            # Every family member is a method and every method is in a family.
+            grouped = [method for members in schema.method_families.values() for method in members]
+            assert sorted(grouped) == sorted(schema.methods)
+            Draft202012Validator.check_schema(to_json_schema(schema))
+
+
+def test_loaded_snapshot_is_a_private_copy():
+    first = load_snapshot("vllm", "0.33.0")
+    assert first is not None
+    first.methods.append("bogus")
+    again = load_snapshot("vllm", "0.33.0")
+    assert again is not None
+    assert "bogus" not in again.methods
+
+
+def test_importing_the_store_does_not_import_an_engine_or_torch():
+    code = (
+        "import json, sys; import specprobe.schema.store as s; s.load_snapshot('vllm'); "
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'transformers', 'vllm', 'sglang', 'rich', 'typer'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == []
