@@ -1,0 +1,427 @@
+"""Linting a serve command line: `vllm serve ...` or `python -m sglang.launch_server ...`.
+
+The command is parsed (never run), its speculative-decoding settings are checked against the engine
+version's schema snapshot, and the compatibility matrix adds what it knows of the pairing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from specprobe.compat.evaluate import evaluate
+from specprobe.compat.loader import load_matrix
+from specprobe.compat.model import Match
+from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing, classify_draft, classify_target
+from specprobe.findings import Finding, Report, SpecprobeError
+from specprobe.rules import lint as rules
+from specprobe.rules.compat import verdict_finding
+
+_SGLANG_MODULES = ("sglang.launch_server", "sglang.srt.server")
+_VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main")
+# Flags whose values decide speculation; a bare flag (no value) maps to None.
+_SHORT_FLAGS = {"-sc": "--speculative-config", "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size"}
+
+
+@dataclass
+class ServeCommand:
+    """A parsed serve command: which engine, which model, and its flags (last value wins)."""
+
+    engine: str
+    model: str | None
+    flags: dict[str, str | None] = field(default_factory=dict)
+    spellings: dict[str, str] = field(default_factory=dict)  # normalised flag -> as written
+
+    def get(self, flag: str) -> str | None:
+        return self.flags.get(flag)
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags
+
+
+def _normalise(flag: str) -> str:
+    """vLLM and SGLang accept --snake_case and --kebab-case alike."""
+    return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else _SHORT_FLAGS.get(flag, flag)
+
+
+def _engine_and_rest(argv: list[str]) -> tuple[str, list[str]]:
+    if not argv:
+        raise SpecprobeError("no command to lint: give it after --, e.g. specprobe lint -- vllm serve MODEL ...")
+    head = Path(argv[0]).name
+    if head == "vllm" and len(argv) > 1 and argv[1] == "serve":
+        return "vllm", argv[2:]
+    if head == "sglang" and len(argv) > 1 and argv[1] == "serve":
+        return "sglang", argv[2:]
+    if head.startswith("python") and len(argv) > 2 and argv[1] == "-m":
+        module = argv[2]
+        if module in _SGLANG_MODULES:
+            return "sglang", argv[3:]
+        if module in _VLLM_MODULES:
+            rest = argv[3:]
+            return "vllm", rest[1:] if rest[:1] == ["serve"] else rest
+    raise SpecprobeError("not a serve command: expected `vllm serve MODEL ...` or `python -m sglang.launch_server ...`")
+
+
+def parse_command(argv: list[str]) -> ServeCommand:
+    """Parse the argument vector as the engine's argparse would, without importing the engine."""
+    engine, rest = _engine_and_rest(argv)
+    command = ServeCommand(engine=engine, model=None)
+    if engine == "vllm" and rest and not rest[0].startswith("-"):
+        command.model, rest = rest[0], rest[1:]
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if not token.startswith("-"):
+            i += 1  # a stray positional: argparse would refuse it, the engine reports that itself
+            continue
+        name, eq, inline = token.partition("=")
+        flag = _normalise(name)
+        value: str | None = inline if eq else None
+        if not eq:
+            following = rest[i + 1] if i + 1 < len(rest) else None
+            # A value never starts with "--"; a negative number or a JSON object does not either.
+            if following is not None and not following.startswith("--") and following not in _SHORT_FLAGS:
+                value, i = following, i + 1
+        command.flags[flag] = value
+        command.spellings[flag] = name
+        i += 1
+    if command.model is None:
+        command.model = command.get("--model-path") or command.get("--model")
+    return command
+
+
+def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
+    """The snapshot to lint against, and a note when it is not the requested version's own: the
+    nearest older snapshot (flags are added more often than removed), else the oldest newer one."""
+    from specprobe.schema.store import known_versions, load_snapshot
+
+    schema = load_snapshot(engine, version)
+    if schema is not None:
+        return schema, None
+    known = known_versions(engine)
+    if not known:
+        raise SpecprobeError(f"no schema snapshot of {engine} is shipped; extract one with `specprobe schema {engine}`")
+    wanted = Version(version) if version else None
+    older = [v for v in known if wanted is not None and (parsed := _parsed(v)) is not None and parsed < wanted]
+    chosen = older[-1] if older else known[0]
+    return load_snapshot(engine, chosen), f"no snapshot of {engine} {version}: linted against {engine} {chosen}"
+
+
+def _close(name: str, choices: list[str]) -> str:
+    match = difflib.get_close_matches(name, choices, n=1)
+    return f"; did you mean {match[0]!r}?" if match else ""
+
+
+def _parsed(raw: str) -> Version | None:
+    try:
+        return Version(raw)
+    except InvalidVersion:
+        return None
+
+
+def _json_types(schema: dict[str, Any]) -> set[str]:
+    """The JSON types a field accepts (``type``, or the branches of ``anyOf``/``oneOf``); empty when unknown."""
+    kinds: set[str] = set()
+    declared = schema.get("type")
+    if isinstance(declared, str):
+        kinds.add(declared)
+    elif isinstance(declared, list):
+        kinds.update(k for k in declared if isinstance(k, str))
+    for branch_key in ("anyOf", "oneOf"):
+        for branch in schema.get(branch_key) or []:
+            if isinstance(branch, dict):
+                branch_kinds = _json_types(branch)
+                if not branch_kinds:
+                    return set()  # a branch without a type accepts anything
+                kinds |= branch_kinds
+    return kinds
+
+
+def _is_json_type(value: Any, kind: str) -> bool:
+    if kind == "null":
+        return value is None
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "object":
+        return isinstance(value, dict)
+    if kind == "array":
+        return isinstance(value, list)
+    return True
+
+
+def _check_value(key: str, value: Any, spec: Any, where: str) -> Finding | None:
+    """Type and bound checks for one SpeculativeConfig field, from the snapshot's JSON Schema type."""
+    if value is None:
+        return None
+    allowed = _json_types(spec.type or {})
+    if allowed and not any(_is_json_type(value, kind) for kind in allowed):
+        return rules.SPEC_CONFIG_VALUE.finding(
+            f"{key} must be {' or '.join(sorted(allowed))}, got {json.dumps(value)}", location=where
+        )
+    if spec.choices and value not in spec.choices:
+        return rules.SPEC_CONFIG_VALUE.finding(
+            f"{key}={json.dumps(value)} is not one of {spec.choices}", location=where
+        )
+    bounds = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        for name, limit in (spec.constraints or {}).items():
+            test = bounds.get(name)
+            if test is not None and not test(value, limit):
+                return rules.SPEC_CONFIG_VALUE.finding(
+                    f"{key}={value} breaks the engine's bound {name} {limit:g}", location=where
+                )
+    return None
+
+
+@dataclass
+class LintResult:
+    """What lint learned about the command, for the report and the matrix pairing."""
+
+    findings: list[Finding] = field(default_factory=list)
+    method: str | None = None
+    draft_path: str | None = None
+    features: set[str] = field(default_factory=set)
+
+
+def _vllm_spec_config(command: ServeCommand) -> tuple[dict[str, Any] | None, list[Finding]]:
+    raw = command.get("--speculative-config")
+    findings: list[Finding] = []
+    config: dict[str, Any] | None = None
+    if command.has("--speculative-config"):
+        where = command.spellings["--speculative-config"]
+        try:
+            parsed = json.loads(raw) if raw is not None else None
+        except json.JSONDecodeError as exc:
+            findings.append(
+                rules.SPEC_CONFIG_JSON.finding(f"not valid JSON: {exc.msg} at column {exc.colno}", location=where)
+            )
+            parsed = None
+        else:
+            if not isinstance(parsed, dict):
+                findings.append(rules.SPEC_CONFIG_JSON.finding("must be a JSON object", location=where))
+                parsed = None
+        config = parsed
+    # vLLM's dotted form (--speculative-config.method eagle3) and the --spec-* shorthands add keys.
+    dotted = {
+        k.split(".", 1)[1].replace("-", "_"): v
+        for k, v in command.flags.items()
+        if k.startswith("--speculative-config.")
+    }
+    shorthand = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
+    for flag, key in shorthand.items():
+        if command.has(flag):
+            dotted[key] = command.get(flag)
+    if dotted:
+        config = dict(config or {})
+        for key, value in dotted.items():
+            config[key] = _scalar(value)
+    return config, findings
+
+
+def _scalar(value: str | None) -> Any:
+    """A CLI value as the engine would coerce it (numbers and booleans as JSON, the rest as text)."""
+    if value is None:
+        return True
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
+
+
+def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
+    known_flags = {_normalise(f) for flag in schema.cli_flags for f in flag.flags}
+    known_flags |= {_normalise(a) for p in schema.parameters.values() for a in [p.flag, *p.aliases] if a}
+    for flag, spelled in command.spellings.items():
+        speculative = "specul" in flag or flag.startswith("--spec-")
+        if speculative and flag not in known_flags and not flag.startswith("--speculative-config."):
+            result.findings.append(
+                rules.UNKNOWN_FLAG.finding(
+                    f"vllm {schema.version} has no flag {spelled}" + _close(flag, sorted(known_flags)),
+                    location=spelled,
+                    hint='Speculative decoding is set with --speculative-config \'{"method": ..., "model": ...}\'.',
+                )
+            )
+    config, findings = _vllm_spec_config(command)
+    result.findings.extend(findings)
+    if config is None:
+        if not findings:
+            result.findings.append(rules.NO_SPECULATION.finding("no --speculative-config: speculative decoding is off"))
+        return
+    where = command.spellings.get("--speculative-config", "--speculative-config")
+    for key, value in config.items():
+        spec = schema.parameters.get(key)
+        if spec is None:
+            result.findings.append(
+                rules.SPEC_CONFIG_KEY.finding(
+                    f"SpeculativeConfig of vllm {schema.version} has no field {key!r}"
+                    + _close(key, sorted(schema.parameters)),
+                    location=where,
+                )
+            )
+            continue
+        if spec.internal:
+            result.findings.append(
+                rules.SPEC_CONFIG_KEY.finding(f"{key!r} is set by vLLM itself, not by users", location=where)
+            )
+            continue
+        if key == "method":
+            continue
+        problem = _check_value(key, value, spec, where)
+        if problem is not None:
+            result.findings.append(problem)
+    method = config.get("method")
+    if isinstance(method, str):
+        result.method = method.lower()
+        if schema.methods and result.method not in [m.lower() for m in schema.methods]:
+            result.findings.append(
+                rules.METHOD.finding(
+                    f"vllm {schema.version} has no speculative method {method!r}"
+                    + _close(method, list(schema.methods)),
+                    location=where,
+                )
+            )
+    model = config.get("model")
+    result.draft_path = model if isinstance(model, str) else None
+    if command.has("--enable-lora"):
+        result.features.add("lora")
+
+
+def _int_flag(command: ServeCommand, flag: str, result: LintResult) -> int | None:
+    if not command.has(flag):
+        return None
+    raw = command.get(flag)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        result.findings.append(
+            rules.SPEC_CONFIG_VALUE.finding(f"{flag} must be an integer, got {raw!r}", location=command.spellings[flag])
+        )
+        return None
+
+
+def _lint_sglang(command: ServeCommand, schema: Any) -> LintResult:
+    result = LintResult()
+    known_flags = {_normalise(f) for flag in schema.cli_flags for f in flag.flags}
+    for flag, spelled in command.spellings.items():
+        if flag.startswith("--speculative-") and flag not in known_flags:
+            result.findings.append(
+                rules.UNKNOWN_FLAG.finding(
+                    f"sglang {schema.version} has no flag {spelled}" + _close(flag, sorted(known_flags)),
+                    location=spelled,
+                )
+            )
+    algorithm = command.get("--speculative-algorithm")
+    if algorithm is None:
+        result.findings.append(rules.NO_SPECULATION.finding("no --speculative-algorithm: speculative decoding is off"))
+        return result
+    result.method = algorithm.lower()
+    offered = [m.upper() for m in schema.methods]
+    if offered and algorithm.upper() not in offered:
+        result.findings.append(
+            rules.METHOD.finding(
+                f"sglang {schema.version} has no speculative algorithm {algorithm!r} (has: {', '.join(offered)})",
+                location="--speculative-algorithm",
+            )
+        )
+    steps = _int_flag(command, "--speculative-num-steps", result)
+    topk = _int_flag(command, "--speculative-eagle-topk", result)
+    tokens = _int_flag(command, "--speculative-num-draft-tokens", result)
+    triple = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+    given = [f for f in triple if command.has(f)]
+    if given and len(given) != len(triple):
+        missing = [f for f in triple if f not in given]
+        result.findings.append(
+            rules.SGLANG_STEPS.finding(
+                f"{', '.join(given)} set without {', '.join(missing)}",
+                hint="Set all three, or none and let SGLang choose them.",
+            )
+        )
+    if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1:
+        result.findings.append(
+            rules.SGLANG_TOPK1_TOKENS.finding(
+                f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: "
+                f"--speculative-num-draft-tokens should be {steps + 1}, not {tokens}",
+            )
+        )
+    if topk is not None and topk > 1:
+        result.features.add("eagle_topk_gt_1")
+    draft = command.get("--speculative-draft-model-path")
+    result.draft_path = draft
+    if algorithm.upper() in ("EAGLE", "EAGLE3") and draft is None:
+        result.findings.append(
+            rules.SGLANG_DRAFT_PATH.finding(
+                f"--speculative-algorithm {algorithm} without --speculative-draft-model-path",
+                hint="Point --speculative-draft-model-path at the drafter checkpoint.",
+            )
+        )
+    if command.has("--enable-lora") or command.has("--lora-paths"):
+        result.features.add("lora")
+    return result
+
+
+def _engine_evidence_first(finding: Finding, engine: str) -> Finding:
+    """Rules shared by both engines cite both; the reporter shows the first link, so put this engine's first."""
+    project = "sgl-project" if engine == "sglang" else "vllm-project"
+    ordered = sorted(finding.evidence, key=lambda url: project not in url)
+    return replace(finding, evidence=ordered)
+
+
+def _local(spec: str | None) -> str | None:
+    """Only local folders are classified: lint must not download anything."""
+    return spec if spec and Path(spec).expanduser().is_dir() else None
+
+
+def lint_command(argv: list[str], *, engine: str | None = None) -> Report:
+    """Lint one serve command; SpecprobeError when it is not a serve command or no snapshot exists."""
+    command = parse_command(argv)
+    version: str | None = None
+    if engine:
+        name, _, raw_version = engine.partition("==")
+        if name.strip().lower() != command.engine:
+            raise SpecprobeError(f"--engine {engine} does not match the command, which runs {command.engine}")
+        version = raw_version.strip() or None
+        if version is not None:
+            Version(version)  # InvalidVersion is reported by the caller as a usage error
+    schema, snapshot_note = _snapshot(command.engine, version)
+    if command.engine == "vllm":
+        result = LintResult()
+        _lint_vllm(command, schema, result)
+    else:
+        result = _lint_sglang(command, schema)
+    pp = command.get("--pipeline-parallel-size")
+    if pp is not None and pp.isdigit() and int(pp) > 1:
+        result.features.add("pipeline_parallel")
+    engine_label = f"{command.engine}=={version or schema.version}"
+    report = Report(
+        command="lint",
+        subject={"engine": engine_label, "target": command.model, "draft": result.draft_path, "method": result.method},
+    )
+    if snapshot_note:
+        report.add(_engine_evidence_first(rules.SNAPSHOT.finding(snapshot_note), command.engine))
+    report.extend(_engine_evidence_first(f, command.engine) for f in result.findings)
+    if result.method is not None:
+        target: TargetInfo | None = None
+        draft: DraftInfo | None = None
+        target_dir, draft_dir = _local(command.model), _local(result.draft_path)
+        if target_dir is not None:
+            target = classify_target(target_dir)
+        if draft_dir is not None:
+            draft = classify_draft(draft_dir)
+        pairing = build_pairing(
+            engine=engine_label, method=result.method, target=target, draft=draft, features=frozenset(result.features)
+        )
+        for verdict in evaluate(load_matrix(), pairing):
+            if verdict.match is Match.APPLIES:
+                report.add(verdict_finding(verdict, f"{engine_label}: "))
+    return report
