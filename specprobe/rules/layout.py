@@ -7,6 +7,7 @@ tell (the name rewrites each engine applies) is encoded here with the engine sou
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -121,7 +122,9 @@ SGLANG_NAMESPACE = rule(
 )
 
 
+@functools.lru_cache(maxsize=8)
 def _schema(engine: str, version: str) -> EngineSchema | None:
+    """The shipped snapshot, read once per run (rules only read it; load_snapshot copies it each call)."""
     from specprobe.findings import SpecprobeError
     from specprobe.schema.store import load_snapshot
 

@@ -8,6 +8,7 @@ in range and strictly increasing and ``t2d`` is true exactly at them.
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,8 @@ def _check_d2t(
         findings.append(D2T_UNREADABLE.finding(f"d2t: {d2t.error}", location=d2t.location))
         return findings, None
     offsets = d2t.values
-    targets = [i + offset for i, offset in enumerate(offsets)]
+    # map/compress keep these loops in C: a 32k d2t and a 160k t2d cost a few milliseconds.
+    targets = list(map(operator.add, range(len(offsets)), offsets))
     if target_vocab is not None and targets and (min(targets) < 0 or max(targets) >= target_vocab):
         bad = sum(1 for t in targets if t < 0 or t >= target_vocab)
         absolute = min(offsets) >= 0 and max(offsets) < target_vocab and _strictly_increasing(offsets)
@@ -138,7 +140,7 @@ def _check_d2t(
 
 
 def _strictly_increasing(values: Sequence[int]) -> bool:
-    return all(a < b for a, b in itertools.pairwise(values))
+    return all(map(operator.lt, values, itertools.islice(values, 1, None)))
 
 
 def _check_t2d(
@@ -158,7 +160,7 @@ def _check_t2d(
     if not set(t2d.values) <= {0, 1}:
         yield T2D_DTYPE.finding("t2d holds values other than 0 and 1", location=t2d.location)
         return
-    marked = [j for j, flag in enumerate(t2d.values) if flag]
+    marked = list(itertools.compress(range(len(t2d.values)), t2d.values))
     if draft_vocab is not None and len(marked) != draft_vocab:
         yield T2D_COUNT.finding(
             f"t2d marks {len(marked)} target ids, draft_vocab_size is {draft_vocab}",
