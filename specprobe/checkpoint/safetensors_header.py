@@ -185,6 +185,21 @@ def read_header(path: Path) -> SafetensorsHeader:
             header.problems.append(
                 HeaderProblem("overlap", f"tensors {before.name!r} and {after.name!r} share bytes", after.name)
             )
+        elif after.begin > before.end:
+            header.problems.append(
+                HeaderProblem(
+                    "gap",
+                    f"{after.begin - before.end} unused bytes between {before.name!r} and {after.name!r}",
+                    after.name,
+                )
+            )
+    # The reference loader requires the tensors to tile the data region exactly.
+    covered = max((t.end for t in ordered), default=data_start)
+    first = min((t.begin for t in ordered), default=data_start)
+    if first > data_start:
+        header.problems.append(HeaderProblem("gap", f"{first - data_start} unused bytes before the first tensor"))
+    if covered < file_size:
+        header.problems.append(HeaderProblem("gap", f"{file_size - covered} bytes after the last tensor's data"))
     return header
 
 

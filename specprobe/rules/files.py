@@ -73,6 +73,13 @@ TENSOR_SIZE = rule(
 OFFSETS_OVERLAP = rule(
     "FILES-OFFSETS-OVERLAP", FAMILY, Severity.ERROR, "two tensors' data_offsets overlap", SAFETENSORS_FORMAT
 )
+OFFSETS_GAP = rule(
+    "FILES-OFFSETS-GAP",
+    FAMILY,
+    Severity.ERROR,
+    "tensor data must tile the data region: no gaps, no trailing bytes (the safetensors loader refuses the file)",
+    "https://github.com/huggingface/safetensors/blob/main/safetensors/src/tensor.rs",
+)
 INDEX_INVALID = rule(
     "FILES-INDEX-INVALID",
     FAMILY,
@@ -116,6 +123,7 @@ _BY_KIND: dict[str, tuple[Rule, str | None]] = {
     "dtype": (DTYPE_UNKNOWN, "re-save with a standard dtype (BF16, F16, F32, I64, BOOL)"),
     "size": (TENSOR_SIZE, "re-save the file; its header disagrees with its data"),
     "overlap": (OFFSETS_OVERLAP, "re-save the file; its header is corrupt"),
+    "gap": (OFFSETS_GAP, "re-save the file; it was edited or concatenated by hand"),
     "index-invalid": (INDEX_INVALID, 'regenerate the index: {"weight_map": {tensor: shard file}}'),
     "shard-missing": (SHARD_MISSING, "download the missing shard or regenerate the index"),
     "index-tensor-missing": (INDEX_TENSOR_MISSING, "regenerate the index from the shards' headers"),

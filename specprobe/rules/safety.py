@@ -16,7 +16,7 @@ FAMILY = "safety"
 REMOTE_CODE = rule(
     "SAFETY-REMOTE-CODE",
     FAMILY,
-    Severity.WARNING,
+    Severity.ERROR,
     "config.json asks for remote code (auto_map): loading it needs trust_remote_code and runs that code",
     "https://huggingface.co/docs/transformers/main/en/custom_models#using-a-model-with-custom-code",
 )
@@ -33,16 +33,24 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
     raw = ctx.draft_raw or {}
     auto_map = raw.get("auto_map")
     if auto_map:
-        modules = sorted({str(v).split(".")[0] for v in auto_map.values()}) if isinstance(auto_map, dict) else []
-        code = [
-            f for f in ctx.checkpoint.python_files if f.removesuffix(".py") in modules
-        ] or ctx.checkpoint.python_files
-        suffix = f" ({', '.join(code)})" if code else ""
-        yield REMOTE_CODE.finding(
-            f"auto_map points at code shipped with the drafter{suffix}; specprobe did not import it",
-            location="config.json:auto_map",
-            hint="EAGLE-3 drafters need no custom code: drop auto_map, or review the code before trust_remote_code",
-        )
+        references = [str(v) for v in auto_map.values()] if isinstance(auto_map, dict) else [str(auto_map)]
+        # "module.Class" names a file shipped here; "repo--module.Class" code from another repository.
+        modules = sorted({ref.split("--")[-1].split(".")[0] for ref in references})
+        shipped = [f for f in ctx.checkpoint.python_files if f.removesuffix(".py") in modules]
+        if shipped:
+            yield REMOTE_CODE.finding(
+                f"auto_map points at code shipped with the drafter ({', '.join(shipped)}); loading the drafter "
+                "with trust_remote_code would run it. specprobe did not import it",
+                location="config.json:auto_map",
+                hint="EAGLE-3 drafters need no custom code: drop auto_map and the .py files, or review the code",
+            )
+        else:
+            yield REMOTE_CODE.finding(
+                f"auto_map names {', '.join(modules)}, which the drafter folder does not ship; nothing was imported",
+                location="config.json:auto_map",
+                severity=Severity.WARNING,
+                hint="EAGLE-3 drafters need no custom code: drop auto_map from config.json",
+            )
     for name, target in ctx.checkpoint.escaping_symlinks:
         yield SYMLINK_ESCAPE.finding(
             f"{name} links to {target}, outside the drafter folder; it was not read",

@@ -133,7 +133,7 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
         )
     elif len(info.shape) == 2 and info.shape[1] % n_aux == 0:
         detail = f"; fc expects target hidden {info.shape[1] // n_aux}, config gives {target_hidden}"
-        if "target_hidden_size" not in ctx.draft:
+        if ctx.draft.get("target_hidden_size") is None:
             detail += " (set target_hidden_size)"
     yield FC_SHAPE.finding(
         f"fc.weight is {list(info.shape)}, expected {list(expected)} = [hidden, {n_aux} x {target_hidden}]{detail}",

@@ -121,7 +121,7 @@ def _cross_check(ctx: CheckContext) -> Iterator[Finding]:
     )
     expected_hidden = _int(ctx.draft.get("target_hidden_size")) or draft.hidden_size
     if expected_hidden is not None and target.hidden_size is not None and expected_hidden != target.hidden_size:
-        if "target_hidden_size" in ctx.draft:
+        if ctx.draft.get("target_hidden_size") is not None:
             message = f"target_hidden_size is {expected_hidden}, the target's hidden_size is {target.hidden_size}"
         else:
             message = (

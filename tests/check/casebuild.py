@@ -149,6 +149,13 @@ def apply_file_ops(folder: Path, ops: list[dict[str, Any]], sandbox: Path) -> No
             size = path.stat().st_size
             with path.open("r+b") as handle:
                 handle.truncate(size - op["bytes"])
+        elif kind == "append":
+            with path.open("ab") as handle:
+                handle.write(b"\0" * op["bytes"])
+        elif kind == "auto-map-only":
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            config["auto_map"] = {"AutoConfig": "other/repo--configuration_draft.DraftConfig"}
+            write_json(folder / "config.json", config)
         elif kind == "header-length":
             with path.open("r+b") as handle:
                 handle.write(struct.pack("<Q", op["value"]))
