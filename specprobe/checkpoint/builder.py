@@ -34,6 +34,7 @@ class DraftSpec:
     dtype: str = "F32"
     sparse: bool = False
     seed: int = 0
+    head_dim: int | None = None
     # MLA (eagle3-mla) dimensions
     q_lora_rank: int = 32
     kv_lora_rank: int = 32
@@ -109,6 +110,8 @@ def _llama_config(spec: DraftSpec) -> dict[str, Any]:
     }
     if spec.target_hidden_size is not None:
         config["target_hidden_size"] = spec.target_hidden_size
+    if spec.head_dim is not None:
+        config["head_dim"] = spec.head_dim
     return config
 
 
@@ -189,7 +192,7 @@ def draft_tensor_shapes(spec: DraftSpec) -> dict[str, tuple[int, ...]]:
             "o_proj": (h, heads * spec.v_head_dim),
         }
     else:
-        head_dim = h // spec.num_attention_heads
+        head_dim = spec.head_dim or h // spec.num_attention_heads
         attn = {
             "q_proj": (spec.num_attention_heads * head_dim, 2 * h),
             "k_proj": (spec.num_key_value_heads * head_dim, 2 * h),

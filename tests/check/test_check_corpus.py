@@ -15,6 +15,20 @@ from specprobe.rules.catalog import all_rules
 from .casebuild import SENTINEL, build_case, case_names
 
 
+def _content_hash(path: Path) -> str:
+    """sha256 of the file; of its first and last MiB for multi-GB sparse files (mtime/ctime cover the rest)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if size <= 64 * 2**20:
+            digest.update(handle.read())
+        else:
+            digest.update(handle.read(2**20))
+            handle.seek(size - 2**20)
+            digest.update(handle.read())
+    return digest.hexdigest()
+
+
 def folder_fingerprint(folder: Path) -> dict[str, str]:
     """Names, sizes, mtimes and content hashes of everything under ``folder`` (links not followed)."""
     state: dict[str, str] = {}
@@ -26,7 +40,7 @@ def folder_fingerprint(folder: Path) -> dict[str, str]:
                 state[rel] = "link:" + str(path.readlink())
             elif path.is_file():
                 stat = path.stat()
-                state[rel] = f"{stat.st_size}:{stat.st_mtime_ns}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+                state[rel] = f"{stat.st_size}:{stat.st_mtime_ns}:{stat.st_ctime_ns}:{_content_hash(path)}"
             else:
                 state[rel] = "dir"
     return state
