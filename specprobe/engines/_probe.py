@@ -68,8 +68,9 @@ def run_probe(engine: str, script: str, interpreter: Path, timeout_s: float = DE
     env.update({"PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore"})
     try:
         completed = subprocess.run(
-            # -I: the user's working directory and PYTHON* variables must not shadow the engine.
-            [str(interpreter), "-I", str(probe)],
+            # -I: the user's working directory and PYTHON* variables must not shadow the engine;
+            # -B: no bytecode written next to the probes (an installed package may be read-only).
+            [str(interpreter), "-I", "-B", str(probe)],
             capture_output=True,
             text=True,
             timeout=timeout_s,

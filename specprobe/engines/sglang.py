@@ -57,11 +57,17 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
         )
     algorithms = [str(name) for name in reply.get("algorithms") or []]
     reserved = [str(name) for name in reply.get("reserved_aliases") or [] if name not in algorithms]
+    algorithm_option = parameters.get("speculative_algorithm")
+    # Older releases list the accepted names as the option's choices and map aliases (NEXTN) in
+    # ServerArgs: a choice that is no SpeculativeAlgorithm member is such an alias.
+    for choice in (algorithm_option.choices or []) if algorithm_option else []:
+        if isinstance(choice, str) and choice not in algorithms and choice not in reserved:
+            reserved.append(choice)
     methods = algorithms + reserved
     provenance = dict(reply.get("provenance") or {})
     provenance["reserved_aliases_source"] = reply.get("reserved_aliases_source")
     provenance["draft_architectures_source"] = (
-        "sglang.srt.models.registry.ModelRegistry, names of draft/MTP model classes"
+        "EntryClass of each sglang.srt.models module (the registry's source), draft/MTP class names"
     )
     return EngineSchema(
         engine="sglang",

@@ -75,14 +75,16 @@ def render_text(schema: EngineSchema, *, color: bool = False) -> str:
     if schema.reserved_methods:
         console.print(f"reserved aliases: {escape(', '.join(schema.reserved_methods))}")
     params = Table(title="User-settable parameters", title_justify="left")
-    params.add_column("parameter", style="cyan", no_wrap=True)
+    # SGLang users type the flag; vLLM users write the key inside --speculative-config.
+    by_flag = schema.engine == "sglang"
+    params.add_column("option" if by_flag else "parameter", style="cyan", no_wrap=True)
     params.add_column("type")
     params.add_column("default")
     params.add_column("constraint", no_wrap=True)
     params.add_column("description")
     for name, spec in schema.user_parameters().items():
         params.add_row(
-            escape(name),
+            escape(spec.flag if by_flag and spec.flag else name),
             escape(type_text(spec.type)),
             escape(default_text(spec)),
             escape(spec.constraint_text()),

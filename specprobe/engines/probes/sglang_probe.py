@@ -85,13 +85,40 @@ def extract_algorithms(problems: list[str]) -> tuple[list[str], list[str], str]:
     return members, reserved, source
 
 
+def entry_classes(tree: ast.Module) -> list[str]:
+    """Names a model module registers: ``EntryClass = X`` or ``EntryClass = [X, Y]``."""
+    names: list[str] = []
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "EntryClass" for t in node.targets)):
+            continue
+        values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+        names.extend(value.id for value in values if isinstance(value, ast.Name))
+    return names
+
+
 def extract_draft_architectures(problems: list[str]) -> list[str]:
+    """Draft-capable classes of SGLang's model registry, read from each module's ``EntryClass``.
+
+    The registry imports every model module and silently drops those whose kernels do not import on
+    this machine (no GPU); reading ``EntryClass`` statically lists what the release ships.
+    """
     try:
-        registry = importlib.import_module("sglang.srt.models.registry")
-        names = list(registry.ModelRegistry.models)
+        spec = importlib.util.find_spec("sglang.srt.models")
+        folders = list(spec.submodule_search_locations or []) if spec else []
     except Exception as exc:
         problems.append(f"draft architectures: {type(exc).__name__}: {exc}")
         return []
+    names: list[str] = []
+    for folder in folders:
+        for module in sorted(Path(folder).glob("*.py")):
+            try:
+                tree = ast.parse(module.read_text(encoding="utf-8"))
+            except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+                problems.append(f"draft architectures: {module.name}: {type(exc).__name__}")
+                continue
+            names.extend(name for name in entry_classes(tree) if name not in names)
+    if not names:
+        problems.append("draft architectures: no EntryClass found in sglang.srt.models")
     return [name for name in names if any(marker in name for marker in DRAFT_NAME_MARKERS)]
 
 
