@@ -65,14 +65,12 @@ def _format(fmt: str | None) -> str:
 
 
 def _entries(extra: list[Path] | None) -> list[object]:
-    from specprobe.compat.loader import load_matrix, matrix_files
+    from specprobe.compat.loader import load_matrix
 
-    paths = matrix_files()
     for path in extra or []:
         if not path.is_file():
             raise SpecprobeError(f"matrix file {path} does not exist")
-        paths.append(path)
-    return list(load_matrix(paths))
+    return list(load_matrix(extra=extra or []))
 
 
 @cannot_run_guard

@@ -54,10 +54,15 @@ def facts_from_schema(engine: str, version: Version, schema: Any) -> SnapshotFac
     methods = field("methods")
     if isinstance(methods, dict):
         methods = list(methods)
+    # Later vLLM releases renamed the list aux_hidden_states_supported (it gates eagle3 and the other
+    # methods that read the target's aux hidden states); either name carries the same gate.
+    gate = field("eagle3_target_supported")
+    if gate is None:
+        gate = field("aux_hidden_states_supported")
     return SnapshotFacts(
         engine=engine,
         version=version,
-        eagle3_target_supported=_strings(field("eagle3_target_supported")),
+        eagle3_target_supported=_strings(gate),
         methods=tuple(m.lower() for m in _strings(methods) or ()) or None,
     )
 

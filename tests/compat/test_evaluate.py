@@ -357,3 +357,16 @@ def test_bad_engine_specs(spec):
 def test_engine_spec_parsing():
     assert parse_engine("SGLang==0.5.23") == ("sglang", Version("0.5.23"))
     assert parse_engine("vllm") == ("vllm", None)
+
+
+def test_allowlist_under_its_later_name(entries, snapshot_dir: Path):
+    """Later vLLM releases call the list aux_hidden_states_supported; a snapshot carrying that name gates too."""
+    import json
+
+    path = snapshot_dir / "vllm" / "0.16.0.json"
+    data = json.loads(path.read_text())
+    data["aux_hidden_states_supported"] = data.pop("eagle3_target_supported")
+    path.write_text(json.dumps(data))
+    folder = FolderSnapshots(snapshot_dir)
+    v = evaluate_entry(entries["vllm-eagle3-target-allowlist"], pair("vllm==0.16.0", "eagle3", "kimi-k2.5"), folder)
+    assert v.match is Match.APPLIES

@@ -79,3 +79,16 @@ def test_no_target_keeps_target_bound_verdicts_out():
     ctx = Context(draft_dir=Path("d"), draft_format="eagle3", engines=[("vllm", "0.33.0")], method="eagle")
     rules = {f.rule for f in run(ctx)}
     assert rules == {"COMPAT-KNOWN-ISSUE"}  # method eagle with an EAGLE-3 checkpoint needs no target
+
+
+def test_run_accepts_checks_own_context(tmp_path: Path):
+    """The real CheckContext of a real-format drafter satisfies the Protocol and yields findings."""
+    from specprobe.check import build_context
+    from specprobe.checkpoint.builder import DraftSpec, build_draft
+
+    draft = build_draft(tmp_path / "draft", DraftSpec(draft_format="specforge", sparse=True))
+    ctx = build_context(draft, target=str(TARGETS / "kimi-k2.5"), engine="vllm==0.16.0", method="eagle3")
+    findings = list(run(ctx))
+    assert "COMPAT-KNOWN-ISSUE" in {f.rule for f in findings}
+    sglang = build_context(draft, target=str(TARGETS / "kimi-k2.5"), engine="sglang==0.5.23", method="eagle3")
+    assert not [f for f in run(sglang) if f.severity is Severity.ERROR]
