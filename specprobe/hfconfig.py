@@ -78,6 +78,10 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _first_int(cfg: dict[str, Any], *keys: str) -> int | None:
     """The first integer among ``keys``: GPT-2 style configs (Falcon, StarCoder) say ``n_head``,
     ``n_layer`` and ``n_embd`` where Llama-style ones say ``num_attention_heads`` and so on."""
@@ -113,7 +117,7 @@ def parse_model_config(raw: dict[str, Any]) -> ModelConfig:
     tie = lm.get("tie_word_embeddings", raw.get("tie_word_embeddings"))
     return ModelConfig(
         raw=lm,
-        model_type=lm.get("model_type") if isinstance(lm.get("model_type"), str) else raw.get("model_type"),
+        model_type=_str(lm.get("model_type")) or _str(raw.get("model_type")),
         architectures=tuple(a for a in architectures if isinstance(a, str)),
         hidden_size=_first_int(lm, "hidden_size", "n_embd", "d_model"),
         vocab_size=_int(lm.get("vocab_size")),

@@ -141,3 +141,33 @@ def test_missing_folders_are_usage_errors(tmp_path: Path):
     (bad / "config.json").write_text("[1, 2]")
     with pytest.raises(SpecprobeError, match="not a JSON object"):
         classify_target(str(bad))
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"model_type": 5, "num_attention_heads": "32", "layer_types": "oops", "text_config": [], "sliding_window": True,
+         "kv_lora_rank": None, "architectures": "x"},
+        {"text_config": {"hidden_size": 1, "model_type": ["a"]}, "model_type": {"x": 1}},
+        {"layer_types": [None, 3, "sliding_attention"], "hybrid_override_pattern": 7, "attn_type_list": "0,1"},
+        {},
+    ],
+)  # fmt: skip
+def test_hostile_configs_classify_without_crashing(raw):
+    from specprobe.compat.subjects import target_from_config
+
+    info = target_from_config(raw, "hostile")
+    assert all(isinstance(t, str) for t in info.model_types)
+    assert info.attention in set(A)
+
+
+def test_hostile_config_through_the_cli(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from specprobe.cli import app
+
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": 5, "num_attention_heads": "32", "text_config": []}))
+    result = CliRunner().invoke(
+        app, ["matrix", "--engine", "vllm==0.16.0", "--method", "eagle3", "--target", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
