@@ -142,7 +142,7 @@ def render_markdown(entries: Sequence[Entry], snapshots: SnapshotSource | None =
     if table:
         lines += ["| vLLM | allowlist |", "| --- | --- |"]
         for version, allowed in table.items():
-            text = ", ".join(f"`{a}`" for a in allowed) if allowed is not None else "no model_type gate"
+            text = ", ".join(f"`{a}`" for a in allowed) if allowed is not None else "none in the snapshot"
             lines.append(f"| {version} | {text} |")
     else:
         lines.append("No vLLM schema snapshot is shipped yet.")
@@ -192,7 +192,7 @@ def render_table(entries: Sequence[Entry], *, color: bool = False, snapshots: Sn
     if table_allow:
         console.print("vLLM EAGLE-3 target allowlists (from schema snapshots):")
         for version, allowed in table_allow.items():
-            console.print(f"  {version}: {', '.join(allowed) if allowed is not None else 'no model_type gate'}")
+            console.print(f"  {version}: {', '.join(allowed) if allowed is not None else 'none in the snapshot'}")
     return buffer.getvalue()
 
 

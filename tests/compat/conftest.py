@@ -30,14 +30,19 @@ def drafter(name: str) -> DraftInfo:
 
 @pytest.fixture
 def snapshot_dir(tmp_path: Path) -> Path:
-    """A snapshot folder: the shipped snapshots plus a vLLM 0.16.0 one derived from a shipped vLLM
-    snapshot (same file format) with 0.16.0's allowlist and its methods (medusa, mlp_speculator)."""
+    """A writable copy of the shipped snapshots (tests may edit it to show verdicts follow the data).
+
+    When no vLLM 0.16.0 snapshot ships, one is made in the same file format from a shipped vLLM
+    snapshot with 0.16.0's allowlist and method list (medusa and mlp_speculator still present).
+    """
     root = tmp_path / "schemas"
     shutil.copytree(SHIPPED_SNAPSHOTS, root)
-    newest = sorted((root / "vllm").glob("*.json"))[0]
-    data = json.loads(newest.read_text())
-    data["version"] = "0.16.0"
-    data["eagle3_target_supported"] = VLLM_0_16_ALLOWLIST
-    data["methods"] = ["ngram", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "deepseek_mtp", "mtp"]
-    (root / "vllm" / "0.16.0.json").write_text(json.dumps(data))
+    target = root / "vllm" / "0.16.0.json"
+    if not target.exists():
+        source = sorted((root / "vllm").glob("*.json"))[0]
+        data = json.loads(source.read_text())
+        data["version"] = "0.16.0"
+        data["eagle3_target_supported"] = VLLM_0_16_ALLOWLIST
+        data["methods"] = ["ngram", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "mtp"]
+        target.write_text(json.dumps(data))
     return root

@@ -70,7 +70,9 @@ def test_field_report_pairing_json():
     assert data["ok"] is False
     assert data["subject"]["draft_format"] == "specforge"
     applied = [e for e in data["entries"] if e["match"] == "applies"]
-    assert [e["id"] for e in applied if e["severity"] == "error"] == ["vllm-eagle3-llama-draft-mla-target"]
+    failing = {e["id"] for e in applied if e["severity"] == "error"}
+    # the model_type gate fires too when a vLLM 0.16.0 snapshot ships (it does; see test_evaluate)
+    assert failing == {"vllm-eagle3-llama-draft-mla-target", "vllm-eagle3-target-allowlist"}
     assert all(e["evidence"] for e in data["entries"])
 
 

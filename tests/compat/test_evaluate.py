@@ -295,7 +295,10 @@ def test_allowlist_between_and_outside_snapshots(entries, snapshot_dir: Path):
     # no snapshot below 0.16.0: nothing is assumed
     assert evaluate_entry(e, pair("vllm==0.10.0", "eagle3", "kimi-k2.5"), folder).match is Match.POSSIBLE
     # 0.16.0 and the next snapshot disagree: nothing is assumed in between
-    assert evaluate_entry(e, pair("vllm==0.20.0", "eagle3", "kimi-k2.5"), folder).match is Match.POSSIBLE
+    next_up = min(v for v in folder.versions("vllm") if v > Version("0.16.0"))
+    assert folder.facts("vllm", next_up).eagle3_target_supported != VLLM_0_16_ALLOWLIST
+    assert next_up > Version("0.16.1")
+    assert evaluate_entry(e, pair("vllm==0.16.1", "eagle3", "kimi-k2.5"), folder).match is Match.POSSIBLE
     # two snapshots that agree hold in between
     import json
 
@@ -370,3 +373,25 @@ def test_allowlist_under_its_later_name(entries, snapshot_dir: Path):
     folder = FolderSnapshots(snapshot_dir)
     v = evaluate_entry(entries["vllm-eagle3-target-allowlist"], pair("vllm==0.16.0", "eagle3", "kimi-k2.5"), folder)
     assert v.match is Match.APPLIES
+
+
+def test_shipped_0_16_snapshot_gates_the_field_report_target(entries):
+    """The vLLM 0.16.0 snapshot extracted from the engine carries the allowlist the issue quotes."""
+    store = StoreSnapshots()
+    facts = store.facts("vllm", Version("0.16.0"))
+    assert facts is not None and list(facts.eagle3_target_supported or []) == VLLM_0_16_ALLOWLIST
+    e = entries["vllm-eagle3-target-allowlist"]
+    kimi = evaluate_entry(e, pair("vllm==0.16.0", "eagle3", "kimi-k2.5"), store)
+    assert kimi.match is Match.APPLIES and "'deepseek_v3'" in kimi.message and "snapshot 0.16.0" in kimi.message
+    assert evaluate_entry(e, pair("vllm==0.16.0", "eagle3", "qwen3-8b"), store).match is Match.NO
+    # 0.16.0 gates and the next shipped snapshot does not (or lists otherwise): nothing is assumed between
+    later = [v for v in store.versions("vllm") if v > Version("0.16.0")]
+    if (
+        later
+        and later[0] > Version("0.16.1")
+        and store.facts("vllm", later[0]).eagle3_target_supported != facts.eagle3_target_supported
+    ):
+        assert evaluate_entry(e, pair("vllm==0.16.1", "eagle3", "kimi-k2.5"), store).match is Match.POSSIBLE
+    # medusa is still a method in 0.16.0 (read from the snapshot, not from the entry's range)
+    medusa = evaluate_entry(entries["vllm-medusa-mlp-speculator-removed"], pair("vllm==0.16.0", "medusa"), store)
+    assert medusa.match is Match.NO and "snapshot 0.16.0" in medusa.message
