@@ -143,7 +143,7 @@ def _evaluate_allowlist(entry: Entry, pairing: Pairing, snapshots: SnapshotSourc
         )
     allowlist = resolved.facts.eagle3_target_supported
     if allowlist is None:
-        return Verdict(entry, Match.NO, f"vllm {pairing.version} does not gate EAGLE-3 targets by model_type")
+        return Verdict(entry, Match.NO, f"the vllm {pairing.version} snapshot records no EAGLE-3 target allowlist")
     if not pairing.target_model_types:
         return Verdict(
             entry,
