@@ -15,8 +15,9 @@ from specprobe.checkpoint.folder import Checkpoint
 from specprobe.checkpoint.layout import Layout
 from specprobe.checkpoint.safetensors_header import HeaderError, read_raw
 
-# d2t is draft_vocab x 8 bytes and t2d target_vocab x 1 byte: a few MiB even for 1M-token vocabularies.
-MAX_VOCAB_MAP_BYTES = 64 * 1024 * 1024
+# d2t is draft_vocab x 8 bytes and t2d target_vocab x 1 byte: real ones are at most a few MiB (262k-token
+# vocabularies); the bound keeps a hostile header from costing more memory than the check itself.
+MAX_VOCAB_MAP_BYTES = 8 * 1024 * 1024
 
 # array typecodes of the integer and boolean dtypes (safetensors data is little-endian).
 _TYPECODES = {"BOOL": "B", "U8": "B", "I8": "b", "I16": "h", "U16": "H", "I32": "i", "U32": "I", "I64": "q", "U64": "Q"}

@@ -91,6 +91,13 @@ LM_HEAD_MISSING = rule(
     "no lm_head although draft_vocab_size is set and embeddings are untied: the head stays random",
     "https://github.com/sgl-project/sglang/issues/27829",
 )
+CONFIG_FIELD = rule(
+    "LAYOUT-CONFIG-FIELD",
+    FAMILY,
+    Severity.ERROR,
+    "a size engines build the drafter from is missing or not a positive integer in config.json",
+    VLLM_EAGLE3_SRC,
+)
 ENGINES = rule(
     "LAYOUT-ENGINES",
     FAMILY,
@@ -195,6 +202,43 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+_REQUIRED_SIZES = ("hidden_size", "vocab_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+
+
+def _positive(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _config_fields(ctx: CheckContext) -> Iterator[Finding]:
+    where = "config.json:transformer_layer_config" if ctx.draft_format == "speculators" else "config.json"
+    for key in _REQUIRED_SIZES:
+        value = ctx.draft.get(key)
+        if _positive(value) is None:
+            yield CONFIG_FIELD.finding(
+                f"{key} is {json_repr(value)}; a positive integer is required",
+                location=where,
+                hint="copy the value the drafter was trained with into config.json",
+            )
+    raw_draft_vocab = ctx.draft.get("draft_vocab_size")
+    draft_vocab, vocab = _positive(raw_draft_vocab), _positive(ctx.draft.get("vocab_size"))
+    if raw_draft_vocab is not None and draft_vocab is None:
+        yield CONFIG_FIELD.finding(
+            f"draft_vocab_size is {json_repr(raw_draft_vocab)}; a positive integer is required",
+            location="config.json:draft_vocab_size",
+        )
+    elif draft_vocab is not None and vocab is not None and draft_vocab > vocab:
+        yield CONFIG_FIELD.finding(
+            f"draft_vocab_size {draft_vocab} exceeds vocab_size {vocab}: the draft vocabulary is a subset of the "
+            "target's",
+            location="config.json:draft_vocab_size",
+            hint="vocab_size is the target's vocabulary; draft_vocab_size the drafter's own, smaller one",
+        )
+
+
+def json_repr(value: object) -> str:
+    return "missing" if value is None else repr(value)
+
+
 def _layer_findings(ctx: CheckContext) -> Iterator[Finding]:
     layout = ctx.layout
     if len(layout.namespaces) > 1:
@@ -212,14 +256,15 @@ def _layer_findings(ctx: CheckContext) -> Iterator[Finding]:
         )
     declared = _int(ctx.draft.get("num_hidden_layers"))
     if declared is not None and layout.layer_ids:
-        expected = set(range(declared))
         present = set(layout.layer_ids)
-        if expected - present:
+        # Compared without building range(declared): a hostile config may declare 10**30 layers.
+        inside = {i for i in present if i < declared}
+        if len(inside) < declared:
             yield LAYER_COUNT.finding(
                 f"config.json declares {declared} decoder layer(s); the checkpoint has layers {sorted(present)}",
                 hint="set num_hidden_layers to the number of trained layers",
             )
-        elif present - expected:
+        elif present - inside:
             yield LAYER_COUNT.finding(
                 f"the checkpoint has layers {sorted(present)} but config.json declares {declared}; the extra ones "
                 "are ignored",
@@ -359,6 +404,7 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
     else:
         yield FORMAT.finding(f"format {ctx.draft_format}: {DRAFT_FORMATS[ctx.draft_format]}")
         if ctx.draft_config is not None:
+            yield from _config_fields(ctx)
             yield from _layer_findings(ctx)
             yield from _lm_head_findings(ctx)
     yield from _engine_findings(ctx)

@@ -62,7 +62,8 @@ QUANTIZED = rule(
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """A positive integer setting, or None: sizes of 0 or below are as unusable as missing ones."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def aux_layer_ids(draft: dict[str, object]) -> list[int] | None:
@@ -172,7 +173,7 @@ def _norms(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
 def run(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.draft_format is None or ctx.draft_config is None:
         return
-    hidden = ctx.draft_config.hidden_size
+    hidden = _int(ctx.draft_config.hidden_size)
     if hidden is None:
         return
     yield from _norms(ctx, hidden)
@@ -185,6 +186,6 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
     draft_vocab = draft_vocab_size(ctx.draft)
     if draft_vocab is not None:
         yield from _shape_finding(ctx, "lm_head.weight", (draft_vocab, hidden), "draft_vocab_size x hidden_size")
-    vocab = ctx.draft_config.vocab_size
+    vocab = _int(ctx.draft_config.vocab_size)
     if vocab is not None:
         yield from _shape_finding(ctx, "embed_tokens.weight", (vocab, hidden), "vocab_size x hidden_size")

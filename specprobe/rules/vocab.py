@@ -160,14 +160,15 @@ def _check_t2d(
     if not set(t2d.values) <= {0, 1}:
         yield T2D_DTYPE.finding("t2d holds values other than 0 and 1", location=t2d.location)
         return
-    marked = list(itertools.compress(range(len(t2d.values)), t2d.values))
-    if draft_vocab is not None and len(marked) != draft_vocab:
+    count = len(t2d.values) - t2d.values.count(0)
+    if draft_vocab is not None and count != draft_vocab:
         yield T2D_COUNT.finding(
-            f"t2d marks {len(marked)} target ids, draft_vocab_size is {draft_vocab}",
+            f"t2d marks {count} target ids, draft_vocab_size is {draft_vocab}",
             location=t2d.location,
             hint="t2d[j] = (j is used by the draft vocabulary)",
         )
         return
+    marked = list(itertools.compress(range(len(t2d.values)), t2d.values)) if targets is not None else []
     if targets is not None and marked != sorted(targets):
         differ = len(set(marked).symmetric_difference(targets))
         yield T2D_MISMATCH.finding(
