@@ -26,7 +26,7 @@ MatrixFormatOption = Annotated[
         "-f",
         envvar="SPECPROBE_FORMAT",
         show_default=False,
-        help="Output format: text (table or findings), json, markdown (env SPECPROBE_FORMAT).",
+        help="Output format: text (table or findings), json, markdown, or any other reporter (env SPECPROBE_FORMAT).",
     ),
 ]
 
@@ -58,9 +58,13 @@ MatrixFileOption = Annotated[
 
 
 def _format(fmt: str | None) -> str:
+    from specprobe.reporters import REPORTERS
+
+    # markdown is the matrix's own rendering; every registered reporter renders the findings report.
+    allowed = tuple(dict.fromkeys((*MATRIX_FORMATS, *REPORTERS)))
     chosen = fmt or "text"
-    if chosen not in MATRIX_FORMATS:
-        raise SpecprobeError(f"matrix supports --format {', '.join(MATRIX_FORMATS)}, not {chosen!r}")
+    if chosen not in allowed:
+        raise SpecprobeError(f"matrix supports --format {', '.join(allowed)}, not {chosen!r}")
     return chosen
 
 

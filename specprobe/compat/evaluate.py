@@ -7,8 +7,11 @@ facet the pairing leaves unknown makes the entry POSSIBLE, never silently APPLIE
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import operator
+import re
+from collections.abc import Callable, Iterable, Mapping
 from fnmatch import fnmatchcase
+from typing import Any
 
 from packaging.version import Version
 
@@ -22,6 +25,37 @@ _FACET_ORDER = {Match.NO: 0, Match.POSSIBLE: 1, Match.APPLIES: 2}
 def _pattern_match(patterns: Iterable[str], values: Iterable[str]) -> bool:
     lowered = [v.lower() for v in values]
     return any(fnmatchcase(value, pattern.lower()) for pattern in patterns for value in lowered)
+
+
+_COMPARISON = re.compile(r"^(<=|>=|==|!=|<|>)(-?\d+(?:\.\d+)?)$")
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
+def condition_holds(condition: str, present: bool, value: Any) -> bool:
+    """One condition on a config.json key: ``present``, ``absent``, or a numeric comparison."""
+    if condition == "present":
+        return present
+    if condition == "absent":
+        return not present
+    parsed = _COMPARISON.match(condition)
+    if parsed is None or not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    return _OPERATORS[parsed.group(1)](float(value), float(parsed.group(2)))
+
+
+def config_matches(required: tuple[tuple[str, tuple[str, ...]], ...], config: Mapping[str, Any]) -> bool:
+    """Every key satisfies at least one of its alternatives."""
+    return all(
+        any(condition_holds(c, key in config and config[key] is not None, config.get(key)) for c in conditions)
+        for key, conditions in required
+    )
 
 
 def _version_in(entry: Entry, version: Version) -> bool:
@@ -86,6 +120,12 @@ def facet_matches(entry: Entry, pairing: Pairing) -> tuple[Match, list[str]]:
         bool(pairing.target_model_types),
         _pattern_match(entry.target_model_types, pairing.target_model_types),
         f"target model_type {'/'.join(entry.target_model_types)}",
+    )
+    check(
+        bool(entry.target_config),
+        pairing.target_config is not None,
+        pairing.target_config is not None and config_matches(entry.target_config, pairing.target_config),
+        "target config " + ", ".join(f"{k} {'/'.join(c)}" for k, c in entry.target_config),
     )
     check(
         bool(entry.features),

@@ -80,6 +80,7 @@ def entry_from_dict(data: dict[str, Any], source: str | None = None) -> Entry:
         draft_architectures=_tuple(draft.get("architectures")),
         target_attention=tuple(AttentionKind(a) for a in _tuple(target.get("attention"))),
         target_model_types=_tuple(target.get("model_types")),
+        target_config=tuple((str(key), _tuple(conditions)) for key, conditions in (target.get("config") or {}).items()),
         features=_tuple(data.get("features")),
         hint=data.get("hint"),
         acceptance=acceptance,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -103,6 +104,8 @@ class Entry:
     draft_architectures: tuple[str, ...] = ()
     target_attention: tuple[AttentionKind, ...] = ()
     target_model_types: tuple[str, ...] = ()
+    # config.json key -> alternatives such as "absent", "present", "<1", ">=2" (any one may hold)
+    target_config: tuple[tuple[str, tuple[str, ...]], ...] = ()
     features: tuple[str, ...] = ()
     hint: str | None = None
     acceptance: Acceptance | None = None
@@ -134,6 +137,8 @@ class Entry:
             target["attention"] = [k.value for k in self.target_attention]
         if self.target_model_types:
             target["model_types"] = list(self.target_model_types)
+        if self.target_config:
+            target["config"] = {key: list(conditions) for key, conditions in self.target_config}
         if target:
             data["target"] = target
         if self.features:
@@ -161,6 +166,7 @@ class Pairing:
     draft_architecture: str | None = None
     target_model_types: tuple[str, ...] = ()  # text model first (what engines gate on), then a wrapper's
     target_attention: frozenset[AttentionKind] = frozenset()
+    target_config: Mapping[str, Any] | None = None  # the text model's config.json, when known
     features: frozenset[str] | None = None
     target_label: str | None = None
     draft_label: str | None = None

@@ -73,6 +73,7 @@ def _drafter(entry: Entry) -> str:
 
 def _target(entry: Entry) -> str:
     parts = [k.value for k in entry.target_attention] + list(entry.target_model_types)
+    parts += [f"{key} {' or '.join(conditions)}" for key, conditions in entry.target_config]
     if entry.kind is EntryKind.EAGLE3_TARGET_ALLOWLIST:
         return "model_type outside the version's allowlist"
     return " + ".join(parts) or "any"

@@ -175,6 +175,7 @@ def build_pairing(
         draft_architecture=draft.architecture if draft else None,
         target_model_types=target.model_types if target else (),
         target_attention=target.traits if target else frozenset(),
+        target_config=target.config.raw if target else None,
         features=features,
         target_label=target.label if target else None,
         draft_label=draft.label if draft else None,

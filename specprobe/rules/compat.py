@@ -151,6 +151,7 @@ def pairings_for(ctx: CompatContext) -> list[tuple[Pairing, str]]:
                     draft_architecture=ctx.draft_architecture,
                     target_model_types=target_model_types(target) if target else (),
                     target_attention=attention_traits(target) if target else frozenset(),
+                    target_config=target.raw if target else None,
                     draft_label=str(ctx.draft_dir),
                 ),
                 note,

@@ -395,3 +395,42 @@ def test_shipped_0_16_snapshot_gates_the_field_report_target(entries):
     # medusa is still a method in 0.16.0 (read from the snapshot, not from the entry's range)
     medusa = evaluate_entry(entries["vllm-medusa-mlp-speculator-removed"], pair("vllm==0.16.0", "medusa"), store)
     assert medusa.match is Match.NO and "snapshot 0.16.0" in medusa.message
+
+
+# --- target config.json conditions ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target_name", "engine", "without", "with_layers"),
+    [
+        ("kimi-k2-instruct", "vllm==0.33.0", Match.APPLIES, Match.NO),
+        ("kimi-k2.5", "sglang==0.5.23", Match.APPLIES, Match.NO),  # nested text_config
+        ("deepseek-v2-lite", "vllm==0.33.0", Match.APPLIES, Match.NO),  # key absent
+        ("deepseek-v3", "sglang==0.5.23", Match.NO, Match.APPLIES),
+        ("llama-3.1-8b-instruct", "vllm==0.33.0", Match.NO, Match.NO),  # not MLA: the key means nothing there
+    ],
+)
+def test_mtp_needs_mtp_layers_in_the_target(entries, target_name, engine, without, with_layers):
+    method = "nextn" if engine.startswith("sglang") else "mtp"
+    p = pair(engine, method, target_name)
+    assert verdict_of(entries, "mtp-mla-target-without-mtp-layers", p).match is without
+    assert verdict_of(entries, "mtp-mla-target-with-mtp-layers", p).match is with_layers
+
+
+def test_config_conditions():
+    from specprobe.compat.evaluate import condition_holds, config_matches
+
+    assert condition_holds("absent", False, None) and not condition_holds("absent", True, 1)
+    assert condition_holds("present", True, 0)
+    assert condition_holds("<1", True, 0) and not condition_holds("<1", True, 1)
+    assert condition_holds(">=2", True, 2.0) and not condition_holds(">=2", True, "3")
+    assert not condition_holds("==1", True, True)  # booleans are not numbers
+    assert config_matches((("a", ("absent", ">3")),), {"a": 4})
+    assert not config_matches((("a", ("absent", ">3")),), {"a": 2})
+    assert config_matches((("a", ("absent",)),), {"a": None})  # null counts as absent
+
+
+def test_config_facet_unknown_without_a_target(entries):
+    v = verdict_of(entries, "mtp-mla-target-without-mtp-layers", pair("vllm==0.33.0", "mtp"))
+    assert v.match is Match.POSSIBLE
+    assert any("num_nextn_predict_layers" in m for m in v.missing)
