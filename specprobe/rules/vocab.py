@@ -55,8 +55,8 @@ D2T_ORDER = rule(
 D2T_ZERO = rule(
     "VOCAB-D2T-ZERO",
     FAMILY,
-    Severity.WARNING,
-    "d2t is all zeros with a reduced vocabulary: the draft only proposes the first target ids",
+    Severity.ERROR,
+    "d2t is all zeros with a reduced vocabulary: draft id i becomes target id i, as with no d2t",
     EAGLE_D2T,
 )
 D2T_UNREADABLE = rule("VOCAB-D2T-UNREADABLE", FAMILY, Severity.ERROR, "d2t/t2d data could not be read", VLLM_EAGLE3_SRC)
