@@ -434,3 +434,23 @@ def test_config_facet_unknown_without_a_target(entries):
     v = verdict_of(entries, "mtp-mla-target-without-mtp-layers", pair("vllm==0.33.0", "mtp"))
     assert v.match is Match.POSSIBLE
     assert any("num_nextn_predict_layers" in m for m in v.missing)
+
+
+def test_qwen3_moe_passes_the_gate_but_lacked_aux_states(entries, snapshot_dir: Path):
+    from specprobe.compat.subjects import target_from_config
+
+    qwen3_moe = target_from_config(
+        {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_attention_heads": 64,
+         "num_key_value_heads": 4, "num_hidden_layers": 94},
+        "Qwen/Qwen3-235B-A22B",
+    )  # fmt: skip
+    old = build_pairing(engine="vllm==0.10.2", method="eagle3", target=qwen3_moe)
+    new = build_pairing(engine="vllm==0.11.1", method="eagle3", target=qwen3_moe)
+    assert verdict_of(entries, "vllm-eagle3-qwen3-moe-before-support", old).match is Match.APPLIES
+    assert verdict_of(entries, "vllm-eagle3-qwen3-moe-before-support", new).match is Match.NO
+    gate = evaluate_entry(
+        entries["vllm-eagle3-target-allowlist"],
+        build_pairing(engine="vllm==0.16.0", method="eagle3", target=qwen3_moe),
+        FolderSnapshots(snapshot_dir),
+    )
+    assert gate.match is Match.NO  # 'qwen' is a substring of qwen3_moe
