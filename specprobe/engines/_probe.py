@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -34,6 +35,10 @@ class Interpreter:
 def check_interpreter(path: Path) -> Path:
     """``path`` if it names an executable file, else a one-line error. Not resolved: venv shims matter."""
     expanded = path.expanduser()
+    if not expanded.exists() and len(path.parts) == 1:
+        # A bare command name (``--python python3.11``) is looked up on PATH like a shell would.
+        found = shutil.which(str(path))
+        expanded = Path(found) if found else expanded
     if not expanded.exists():
         raise SpecprobeError(f"interpreter not found: {path}")
     if expanded.is_dir() or not os.access(expanded, os.X_OK):

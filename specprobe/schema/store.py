@@ -95,3 +95,14 @@ def load_snapshot(engine: str, version: str | None = None) -> EngineSchema | Non
 def schema_from_json(text: str) -> EngineSchema:
     """Parse a schema document (a snapshot file or a probe's reply after normalisation)."""
     return EngineSchema.model_validate_json(text)
+
+
+def nearest_version(engine: str, version: str) -> str | None:
+    """The newest shipped version not newer than ``version`` (a release between two snapshots is
+    closest in behaviour to the older one), or None when every snapshot is newer or ``version`` is not PEP 440."""
+    try:
+        wanted = Version(version)
+    except InvalidVersion:
+        return None
+    older = [known for known in _listing(engine) if _sort_key(known)[0] == 1 and Version(known) <= wanted]
+    return older[-1] if older else None

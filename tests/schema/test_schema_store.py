@@ -9,7 +9,7 @@ import sys
 from jsonschema import Draft202012Validator
 
 from specprobe.schema.jsonschema_export import to_json_schema
-from specprobe.schema.store import known_versions, load_snapshot
+from specprobe.schema.store import known_versions, load_snapshot, nearest_version
 
 REQUIRED = {"vllm": ["0.16.0", "0.18.0", "0.28.0", "0.33.0", "0.34.0"], "sglang": ["0.5.23"]}
 
@@ -78,3 +78,11 @@ def test_importing_the_store_does_not_import_an_engine_or_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []
+
+
+def test_nearest_version_is_the_newest_not_newer():
+    assert nearest_version("vllm", "0.33.0") == "0.33.0"
+    assert nearest_version("vllm", "0.17.1") == "0.16.0"
+    assert nearest_version("vllm", "99.0") == known_versions("vllm")[-1]
+    assert nearest_version("vllm", "0.1.0") is None
+    assert nearest_version("vllm", "not-a-version") is None

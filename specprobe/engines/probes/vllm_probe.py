@@ -219,7 +219,13 @@ def extract_cli(problems: list[str]) -> tuple[list[dict[str, Any]], bool]:
             platforms = importlib.import_module("vllm.platforms")
             if hasattr(platforms, "_current_platform"):
                 platforms._current_platform = None
-            parser = build_parser()
+            try:
+                parser = build_parser()
+            except Exception:
+                # Releases that ignore VLLM_TARGET_DEVICE at run time: hand them the CPU platform itself.
+                cpu = importlib.import_module("vllm.platforms.cpu")
+                platforms._current_platform = cpu.CpuPlatform()
+                parser = build_parser()
         except Exception as exc:
             problems.append(f"cli flags: {type(first).__name__}: {first}; on CPU: {type(exc).__name__}: {exc}")
             return [], False
