@@ -1,0 +1,1 @@
+"""Tests of `specprobe check`: corpus, reader/writer, rules, CLI, hub cache, robustness."""
