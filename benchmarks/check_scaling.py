@@ -117,6 +117,15 @@ def main() -> int:
         # Every child so far ran check on one of the two drafters; the big one dominates.
         peak_rss = children_peak_rss_mib()
         help_times = [timed(help_cmd, "help") for _ in range(args.runs)]
+        # The check's own work, imports excluded: run_check in this process.
+        from specprobe.check import run_check
+
+        in_process: dict[str, list[float]] = {"big": [], "tiny": []}
+        for _ in range(args.runs):
+            for name, target in (("big", "target"), ("tiny", "tiny-target")):
+                start = time.perf_counter()
+                run_check(root / name, target=str(root / target))
+                in_process[name].append(time.perf_counter() - start)
         # The floor on this machine: a bare interpreter start, and one that only imports the CLI stack.
         bare_times = [timed([sys.executable, "-c", "pass"]) for _ in range(args.runs)]
         stack_times = [timed([sys.executable, "-c", "import typer, pydantic, rich.console"]) for _ in range(args.runs)]
@@ -139,7 +148,9 @@ def main() -> int:
         ("specprobe --help", f"{help_s:.3f} s", f"<= {GOALS['help_s']} s", help_s <= GOALS["help_s"]),
     ]
     cpu = {label: statistics.median(values) for label, values in CPU_SECONDS.items() if label}
+    work_big, work_tiny = statistics.median(in_process["big"]), statistics.median(in_process["tiny"])
     floors = [
+        ("run_check in-process big / tiny", f"{work_big * 1000:.1f} / {work_tiny * 1000:.1f} ms"),
         ("CPU time: check big / tiny / --help", f"{cpu['big']:.3f} / {cpu['tiny']:.3f} / {cpu['help']:.3f} s"),
         ("python -c pass (floor)", f"{bare:.3f} s"),
         ("import typer+pydantic+rich (floor)", f"{stack:.3f} s"),
