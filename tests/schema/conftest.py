@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,14 +35,15 @@ def sglang_python() -> Path:
     return engine_python("sglang")
 
 
-@pytest.fixture(scope="session")
-def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One live-extraction cache for the whole session: each engine is probed uncached once."""
-    return tmp_path_factory.mktemp("specprobe-cache")
+@pytest.fixture(scope="session", autouse=True)
+def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One private live-extraction cache for the whole session: each engine is probed uncached once.
 
-
-@pytest.fixture(autouse=True)
-def _private_cache(monkeypatch: pytest.MonkeyPatch, session_cache: Path) -> None:
-    # Never read or write the user's real cache from tests.
-    monkeypatch.setenv("SPECPROBE_CACHE_DIR", str(session_cache))
-    monkeypatch.delenv("SPECPROBE_FORMAT", raising=False)
+    Session-scoped so that it is in place before the module-scoped live fixtures run; tests never
+    read or write the user's real cache.
+    """
+    folder = tmp_path_factory.mktemp("specprobe-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SPECPROBE_CACHE_DIR", str(folder))
+        patch.delenv("SPECPROBE_FORMAT", raising=False)
+        yield folder
