@@ -1,9 +1,118 @@
-"""`specprobe smoke` command (registration point; the command body is built in its own module)."""
+"""`specprobe smoke`: measure the real acceptance of a drafter (reference backend or a live server).
+
+torch and transformers are imported inside the library calls, never at module level, so that
+`specprobe --help` stays light.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
+from specprobe.findings import SpecprobeError
+
+
+class Backend(StrEnum):
+    REFERENCE = "reference"
+    SERVER = "server"
+
+
+class Api(StrEnum):
+    COMPLETIONS = "completions"
+    CHAT = "chat"
 
 
 def register(app: typer.Typer) -> None:
     """Add `specprobe smoke` to the app."""
+    app.command("smoke")(smoke)
+
+
+@cannot_run_guard
+def smoke(
+    target: Annotated[
+        str | None, typer.Option("--target", help="Target folder or hub id (the model the drafter serves).")
+    ] = None,
+    draft: Annotated[Path | None, typer.Option("--draft", help="Drafter checkpoint folder.")] = None,
+    backend: Annotated[Backend, typer.Option("--backend", help="reference (transformers) or server.")] = Backend.REFERENCE,
+    device: Annotated[str, typer.Option("--device", help="cpu or cuda[:N] (reference backend).")] = "cpu",
+    dtype: Annotated[str, typer.Option("--dtype", help="float32, float64, bfloat16 or float16.")] = "float32",
+    num_speculative_tokens: Annotated[
+        int, typer.Option("--num-speculative-tokens", "-k", help="Draft tokens per round (K).")
+    ] = 3,
+    prompts: Annotated[
+        Path | None, typer.Option("--prompts", help="JSONL prompts ('prompt' or 'messages'); default: built-in set.")
+    ] = None,
+    max_prompts: Annotated[int | None, typer.Option("--max-prompts", help="Use the first N prompts.")] = None,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="Tokens generated per prompt.")] = 64,
+    min_acceptance_length: Annotated[
+        float | None,
+        typer.Option("--min-acceptance-length", help="Error finding (exit 1) below this mean acceptance length."),
+    ] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", help="Write a per-position acceptance chart (PNG).")] = None,
+    url: Annotated[str | None, typer.Option("--url", help="Server base URL, e.g. http://127.0.0.1:8000.")] = None,
+    metrics_url: Annotated[
+        str | None, typer.Option("--metrics-url", help="Prometheus endpoint (default: URL/metrics).")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Served model name (default: the first listed).")] = None,
+    api: Annotated[Api, typer.Option("--api", help="completions or chat (server backend).")] = Api.COMPLETIONS,
+    compare_reference: Annotated[
+        bool, typer.Option("--compare-reference", help="Also run the reference backend and report the gap.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Measure even when the static check reports errors.")
+    ] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
+    fmt: FormatOption = None,
+    output: OutputOption = None,
+    strict: StrictOption = False,
+) -> None:
+    """Measure acceptance rate, acceptance length, losslessness and speed-up of a drafter."""
+    from specprobe.smoke.runner import SmokeOptions, run_reference
+
+    if backend is Backend.REFERENCE or compare_reference:
+        if target is None or draft is None:
+            raise SpecprobeError("--target and --draft are required by the reference backend")
+    if backend is Backend.REFERENCE:
+        options = SmokeOptions(
+            target=target or "",
+            draft=draft or Path(),
+            device=device,
+            dtype=dtype,
+            num_speculative_tokens=num_speculative_tokens,
+            prompts=prompts,
+            max_prompts=max_prompts,
+            max_new_tokens=max_new_tokens,
+            min_acceptance_length=min_acceptance_length,
+            plot=plot,
+            force=force,
+            progress=not no_progress,
+        )
+        emit(run_reference(options), fmt, output, strict=strict)
+        return
+    from specprobe.smoke.server import ServerOptions, run_server
+
+    if url is None:
+        raise SpecprobeError("--backend server needs --url")
+    server_options = ServerOptions(
+        url=url,
+        metrics_url=metrics_url,
+        model=model,
+        api=api.value,
+        prompts=prompts,
+        max_prompts=max_prompts,
+        max_new_tokens=max_new_tokens,
+        min_acceptance_length=min_acceptance_length,
+        plot=plot,
+        target=target,
+        draft=draft,
+        compare_reference=compare_reference,
+        num_speculative_tokens=num_speculative_tokens,
+        device=device,
+        dtype=dtype,
+        progress=not no_progress,
+    )
+    emit(run_server(server_options), fmt, output, strict=strict)

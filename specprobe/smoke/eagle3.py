@@ -1,0 +1,468 @@
+"""specprobe's own EAGLE-3 drafter in torch, following vLLM's semantics, reading the checkpoint formats
+`check` understands: vLLM-native `layers.0.*`, original/SpecForge `midlayer.*`, speculators configs.
+
+Semantics (vLLM `llama_eagle3.py`): `fc` maps the concatenated aux hidden states of the target
+(len(aux_layer_ids) * target_hidden) to the draft hidden size; one decoder layer whose q/k/v take
+2*hidden = [input_layernorm(embeds); hidden_norm(hidden)]; the residual is the hidden state before
+(default) or after (`norm_before_residual`) `hidden_norm`; logits come from `norm(out + residual)`
+through the reduced `lm_head`, and draft id i means target id i + d2t[i]. The pre-norm sum is the
+hidden state fed back for the next chained draft.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from specprobe.hfconfig import ConfigError, load_config_json
+
+EVIDENCE_VLLM_EAGLE3 = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama_eagle3.py"
+
+
+class DrafterFormatError(Exception):
+    """The drafter folder cannot be read as an EAGLE-3 checkpoint (a finding, not a crash)."""
+
+
+@dataclass(frozen=True)
+class Eagle3Config:
+    """What the reference drafter needs from a drafter's config.json, in any of the supported formats."""
+
+    hidden_size: int
+    target_hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    rms_norm_eps: float
+    rope_theta: float
+    target_vocab_size: int
+    draft_vocab_size: int
+    aux_layer_ids: tuple[int, ...]
+    aux_layer_ids_declared: bool
+    norm_before_residual: bool
+    norm_output: bool
+    attention_bias: bool
+    config_format: str
+
+    def to_json_dict(self, architecture: str = "LlamaForCausalLMEagle3") -> dict[str, Any]:
+        """A vLLM-format config.json (what `LlamaForCausalLMEagle3` drafters ship)."""
+        return {
+            "architectures": [architecture],
+            "model_type": "llama",
+            "hidden_size": self.hidden_size,
+            "target_hidden_size": self.target_hidden_size,
+            "num_hidden_layers": 1,
+            "num_attention_heads": self.num_attention_heads,
+            "num_key_value_heads": self.num_key_value_heads,
+            "head_dim": self.head_dim,
+            "intermediate_size": self.intermediate_size,
+            "hidden_act": "silu",
+            "rms_norm_eps": self.rms_norm_eps,
+            "rope_theta": self.rope_theta,
+            "max_position_embeddings": 4096,
+            "vocab_size": self.target_vocab_size,
+            "draft_vocab_size": self.draft_vocab_size,
+            "tie_word_embeddings": False,
+            "eagle_aux_hidden_state_layer_ids": list(self.aux_layer_ids),
+            "eagle_config": {
+                "eagle_aux_hidden_state_layer_ids": list(self.aux_layer_ids),
+                "use_aux_hidden_state": True,
+            },
+            "norm_before_residual": self.norm_before_residual,
+            "torch_dtype": "float32",
+        }
+
+
+def default_aux_layer_ids(num_target_layers: int) -> tuple[int, ...]:
+    """vLLM's choice when a drafter declares none: (2, L // 2, L - 3)."""
+    return (2, num_target_layers // 2, num_target_layers - 3)
+
+
+def _int_field(cfg: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = cfg.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise DrafterFormatError(f"config.json: {key} must be an integer (got {value!r})")
+    return value
+
+
+def parse_eagle3_config(
+    raw: dict[str, Any], *, target_num_layers: int, target_hidden_size: int, target_vocab_size: int
+) -> Eagle3Config:
+    """Read vLLM/SpecForge (`hidden_size` at top level) or speculators (`transformer_layer_config`)."""
+    layer_cfg = raw.get("transformer_layer_config")
+    if isinstance(layer_cfg, dict):
+        config_format = "speculators"
+        # vLLM's speculators path defaults norm_before_residual to True, the raw path to False.
+        norm_before_residual_default = True
+    else:
+        layer_cfg = raw
+        config_format = "specforge" if raw.get("eagle_config") else "vllm"
+        norm_before_residual_default = False
+    hidden = _int_field(layer_cfg, "hidden_size")
+    heads = _int_field(layer_cfg, "num_attention_heads")
+    kv_heads = _int_field(layer_cfg, "num_key_value_heads", heads)
+    head_dim_value = layer_cfg.get("head_dim")
+    head_dim = head_dim_value if isinstance(head_dim_value, int) and head_dim_value > 0 else hidden // heads
+    vocab = raw.get("vocab_size", layer_cfg.get("vocab_size", target_vocab_size))
+    if not isinstance(vocab, int):
+        vocab = target_vocab_size
+    draft_vocab = raw.get("draft_vocab_size", layer_cfg.get("draft_vocab_size")) or vocab
+    eagle_cfg = raw.get("eagle_config") if isinstance(raw.get("eagle_config"), dict) else {}
+    aux = raw.get("eagle_aux_hidden_state_layer_ids", eagle_cfg.get("eagle_aux_hidden_state_layer_ids"))
+    declared = isinstance(aux, list) and all(isinstance(i, int) for i in aux) and len(aux) > 0
+    aux_ids = tuple(aux) if declared else default_aux_layer_ids(target_num_layers)
+    rope = layer_cfg.get("rope_parameters") if isinstance(layer_cfg.get("rope_parameters"), dict) else {}
+    rope_theta = layer_cfg.get("rope_theta", rope.get("rope_theta", 10000.0))
+    norm_before_residual = raw.get("norm_before_residual", layer_cfg.get("norm_before_residual"))
+    norm_output = raw.get("norm_output", layer_cfg.get("norm_output", False))
+    return Eagle3Config(
+        hidden_size=hidden,
+        target_hidden_size=int(raw.get("target_hidden_size") or layer_cfg.get("target_hidden_size") or target_hidden_size),
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate_size=_int_field(layer_cfg, "intermediate_size"),
+        rms_norm_eps=float(layer_cfg.get("rms_norm_eps", 1e-6)),
+        rope_theta=float(rope_theta),
+        target_vocab_size=vocab,
+        draft_vocab_size=int(draft_vocab),
+        aux_layer_ids=aux_ids,
+        aux_layer_ids_declared=declared,
+        norm_before_residual=bool(
+            norm_before_residual_default if norm_before_residual is None else norm_before_residual
+        ),
+        norm_output=bool(norm_output),
+        attention_bias=bool(layer_cfg.get("attention_bias", False)),
+        config_format=config_format,
+    )
+
+
+class RMSNorm(nn.Module):
+    """Llama RMSNorm, computed in float32 like the engines do."""
+
+    def __init__(self, size: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (self.weight.float() * x32).to(x.dtype)
+
+
+def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """Llama rotary embedding (non-interleaved halves) of x [B, heads, n, d] at positions [B, n]."""
+    dim = x.shape[-1]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, device=x.device, dtype=torch.float32) / dim))
+    angles = positions.to(torch.float32)[..., None] * inv_freq  # [B, n, d/2]
+    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[:, None].to(x.dtype)
+    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[:, None].to(x.dtype)
+    half = dim // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+class DraftKVCache:
+    """Keys/values of the drafter's single layer with a validity mask per slot.
+
+    Rows of a batch accept different numbers of tokens; rather than re-packing, rejected or padded
+    slots stay in place and are masked out (``valid`` false) for every later query.
+    """
+
+    def __init__(self) -> None:
+        self.keys: torch.Tensor | None = None
+        self.values: torch.Tensor | None = None
+        self.valid: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        return 0 if self.keys is None else int(self.keys.shape[2])
+
+    def append(self, keys: torch.Tensor, values: torch.Tensor, valid: torch.Tensor) -> None:
+        if self.keys is None or self.values is None or self.valid is None:
+            self.keys, self.values, self.valid = keys, values, valid
+            return
+        self.keys = torch.cat([self.keys, keys], dim=2)
+        self.values = torch.cat([self.values, values], dim=2)
+        self.valid = torch.cat([self.valid, valid], dim=1)
+
+    def invalidate_from(self, start: int) -> None:
+        """Mask out every slot from ``start`` on (chained draft entries once they are verified)."""
+        if self.valid is not None:
+            self.valid[:, start:] = False
+
+
+class Eagle3Layer(nn.Module):
+    """The drafter's one decoder layer: attention over 2*hidden inputs, then a SiLU-gated MLP."""
+
+    def __init__(self, cfg: Eagle3Config) -> None:
+        super().__init__()
+        self.cfg = cfg
+        hidden, hd = cfg.hidden_size, cfg.head_dim
+        self.input_layernorm = RMSNorm(hidden, cfg.rms_norm_eps)
+        self.hidden_norm = RMSNorm(hidden, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(hidden, cfg.rms_norm_eps)
+        self.q_proj = nn.Linear(2 * hidden, cfg.num_attention_heads * hd, bias=cfg.attention_bias)
+        self.k_proj = nn.Linear(2 * hidden, cfg.num_key_value_heads * hd, bias=cfg.attention_bias)
+        self.v_proj = nn.Linear(2 * hidden, cfg.num_key_value_heads * hd, bias=cfg.attention_bias)
+        self.o_proj = nn.Linear(cfg.num_attention_heads * hd, hidden, bias=False)
+        self.gate_proj = nn.Linear(hidden, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(hidden, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, hidden, bias=False)
+
+    def qkv(
+        self, embeds: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys, values [B, heads, n, d] (rotated) and the residual stream."""
+        if self.cfg.norm_before_residual:
+            normed = self.hidden_norm(hidden)
+            residual = normed
+        else:
+            residual = hidden
+            normed = self.hidden_norm(hidden)
+        x = torch.cat([self.input_layernorm(embeds), normed], dim=-1)
+        batch, n, _ = x.shape
+        hd = self.cfg.head_dim
+        q = self.q_proj(x).view(batch, n, -1, hd).transpose(1, 2)
+        k = self.k_proj(x).view(batch, n, -1, hd).transpose(1, 2)
+        v = self.v_proj(x).view(batch, n, -1, hd).transpose(1, 2)
+        q = rotate(q, positions, self.cfg.rope_theta)
+        k = rotate(k, positions, self.cfg.rope_theta)
+        return q, k, v, residual
+
+    def finish(self, attn_out: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        """o_proj, residual add, MLP; returns the pre-norm output (out + residual)."""
+        batch, _, n, _ = attn_out.shape
+        h = self.o_proj(attn_out.transpose(1, 2).reshape(batch, n, -1)) + residual
+        normed = self.post_attention_layernorm(h)
+        return h + self.down_proj(F.silu(self.gate_proj(normed)) * self.up_proj(normed))
+
+    def expand_kv(self, x: torch.Tensor) -> torch.Tensor:
+        groups = self.cfg.num_attention_heads // self.cfg.num_key_value_heads
+        return x if groups == 1 else x.repeat_interleave(groups, dim=1)
+
+
+class Eagle3Drafter(nn.Module):
+    """EAGLE-3 drafter: fc over aux hidden states, one layer, final norm, reduced lm_head, d2t."""
+
+    def __init__(self, cfg: Eagle3Config, embed_tokens: nn.Embedding | None = None) -> None:
+        super().__init__()
+        self.cfg = cfg
+        n_aux = len(cfg.aux_layer_ids)
+        self.fc = nn.Linear(n_aux * cfg.target_hidden_size, cfg.hidden_size, bias=False)
+        self.fc_norm: RMSNorm | None = None
+        self.layer = Eagle3Layer(cfg)
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.draft_vocab_size, bias=False)
+        self.embed_tokens = embed_tokens if embed_tokens is not None else nn.Embedding(
+            cfg.target_vocab_size, cfg.hidden_size
+        )
+        self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
+
+    def combine_aux(self, aux_hidden: torch.Tensor) -> torch.Tensor:
+        """fc over concatenated aux hidden states [.., n_aux * target_hidden] -> draft hidden."""
+        if self.fc_norm is not None and self.fc_norm.weight.shape[0] == aux_hidden.shape[-1]:
+            aux_hidden = self.fc_norm(aux_hidden)
+        out: torch.Tensor = self.fc(aux_hidden)
+        if self.fc_norm is not None and self.fc_norm.weight.shape[0] != aux_hidden.shape[-1]:
+            out = self.fc_norm(out)
+        return out
+
+    def logits(self, hidden_prenorm: torch.Tensor) -> torch.Tensor:
+        """Draft-vocab logits from the pre-norm output."""
+        out: torch.Tensor = self.lm_head(self.norm(hidden_prenorm))
+        return out
+
+    def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        """target id = draft id + d2t[draft id] (vLLM and SGLang agree on the offset meaning)."""
+        d2t: torch.Tensor = self.d2t
+        return draft_ids + d2t[draft_ids]
+
+    def step(
+        self,
+        tokens: torch.Tensor,
+        hidden: torch.Tensor,
+        positions: torch.Tensor,
+        cache: DraftKVCache,
+        valid: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Run n new entries per row against the cache; returns (draft logits, hidden to feed back).
+
+        tokens [B, n] are target ids of the token *after* each hidden state; hidden [B, n, H] is the
+        fc output (target entries) or a fed-back drafter state (chained entries).
+        """
+        embeds = self.embed_tokens(tokens).to(hidden.dtype)
+        q, k, v, residual = self.layer.qkv(embeds, hidden, positions)
+        old = cache.length
+        cache.append(k, v, valid.clone())
+        assert cache.keys is not None and cache.values is not None and cache.valid is not None
+        n = tokens.shape[1]
+        total = old + n
+        key_index = torch.arange(total, device=tokens.device)
+        query_index = torch.arange(n, device=tokens.device) + old
+        causal = key_index[None, :] <= query_index[:, None]  # [n, total]
+        mask = causal[None] & cache.valid[:, None, :]
+        # A padded query sees at least itself, so softmax never meets an all-masked row.
+        mask = mask | (key_index[None, None, :] == query_index[None, :, None])
+        attn = F.scaled_dot_product_attention(
+            q,
+            self.layer.expand_kv(cache.keys),
+            self.layer.expand_kv(cache.values),
+            attn_mask=mask[:, None],
+            scale=1.0 / math.sqrt(self.cfg.head_dim),
+        )
+        prenorm = self.layer.finish(attn, residual)
+        normed = self.norm(prenorm)
+        logits: torch.Tensor = self.lm_head(normed)
+        return logits, (normed if self.cfg.norm_output else prenorm)
+
+
+# --- reading and writing checkpoints ------------------------------------------------------------
+
+
+def _canonical_key(key: str) -> str:
+    """`midlayer.` (original EAGLE-3, SpecForge) -> `layers.0.` (vLLM); drop a leading `model.`."""
+    if key.startswith("model."):
+        key = key[len("model.") :]
+    return key.replace("midlayer.", "layers.0.")
+
+
+_LAYER_MAP = {
+    "layers.0.self_attn.q_proj.": "layer.q_proj.",
+    "layers.0.self_attn.k_proj.": "layer.k_proj.",
+    "layers.0.self_attn.v_proj.": "layer.v_proj.",
+    "layers.0.self_attn.o_proj.": "layer.o_proj.",
+    "layers.0.mlp.gate_proj.": "layer.gate_proj.",
+    "layers.0.mlp.up_proj.": "layer.up_proj.",
+    "layers.0.mlp.down_proj.": "layer.down_proj.",
+    "layers.0.input_layernorm.": "layer.input_layernorm.",
+    "layers.0.hidden_norm.": "layer.hidden_norm.",
+    "layers.0.post_attention_layernorm.": "layer.post_attention_layernorm.",
+}
+_MODULE_TO_CHECKPOINT = {v: k for k, v in _LAYER_MAP.items()}
+
+
+def _module_key(checkpoint_key: str) -> str:
+    key = _canonical_key(checkpoint_key)
+    for prefix, replacement in _LAYER_MAP.items():
+        if key.startswith(prefix):
+            return replacement + key[len(prefix) :]
+    if key.startswith("norm_before_fc."):
+        return "fc_norm." + key[len("norm_before_fc.") :]
+    return key
+
+
+def safetensors_files(draft_dir: Path) -> list[Path]:
+    """The weight files of a folder: the shard index's files, else *.safetensors; never pickles."""
+    index = draft_dir / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DrafterFormatError(f"{index.name} cannot be read: {exc}") from None
+        return [draft_dir / name for name in sorted(set(weight_map.values()))]
+    files = sorted(draft_dir.glob("*.safetensors"))
+    if not files:
+        raise DrafterFormatError("no *.safetensors weights (pickled .bin/.pt files are never loaded)")
+    return files
+
+
+def read_tensors(draft_dir: Path) -> dict[str, torch.Tensor]:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    tensors: dict[str, torch.Tensor] = {}
+    for path in safetensors_files(draft_dir):
+        try:
+            tensors.update(load_file(str(path)))
+        except (OSError, SafetensorError) as exc:
+            raise DrafterFormatError(f"{path.name} cannot be read: {exc}") from None
+    return tensors
+
+
+def load_drafter(
+    draft_dir: Path,
+    *,
+    target_num_layers: int,
+    target_hidden_size: int,
+    target_vocab_size: int,
+    target_embed_tokens: nn.Embedding | None,
+) -> Eagle3Drafter:
+    """Build the drafter from a checkpoint folder; shapes are checked against the config.
+
+    As in vLLM, a drafter without `embed_tokens` shares the target's, and a reduced draft vocab
+    without `d2t` keeps the zero mapping (draft id i becomes target id i).
+    """
+    try:
+        raw = load_config_json(draft_dir / "config.json")
+    except ConfigError as exc:
+        raise DrafterFormatError(str(exc)) from None
+    cfg = parse_eagle3_config(
+        raw,
+        target_num_layers=target_num_layers,
+        target_hidden_size=target_hidden_size,
+        target_vocab_size=target_vocab_size,
+    )
+    for layer_id in cfg.aux_layer_ids:
+        if not 0 <= layer_id < target_num_layers:
+            raise DrafterFormatError(
+                f"aux layer id {layer_id} does not exist in a target of {target_num_layers} layers"
+            )
+    tensors = {_module_key(k): v for k, v in read_tensors(draft_dir).items()}
+    tensors.pop("t2d", None)
+    has_embed = "embed_tokens.weight" in tensors
+    if not has_embed and target_embed_tokens is None:
+        raise DrafterFormatError("the drafter has no embed_tokens and no target embedding was given")
+    if not has_embed and target_embed_tokens is not None and target_embed_tokens.embedding_dim != cfg.hidden_size:
+        raise DrafterFormatError(
+            f"the drafter has no embed_tokens and the target's are {target_embed_tokens.embedding_dim} wide, "
+            f"not {cfg.hidden_size}"
+        )
+    drafter = Eagle3Drafter(cfg, embed_tokens=None if has_embed else target_embed_tokens)
+    if "fc_norm.weight" in tensors:
+        drafter.fc_norm = RMSNorm(tensors["fc_norm.weight"].shape[0], cfg.rms_norm_eps)
+    if "lm_head.weight" not in tensors:
+        raise DrafterFormatError("lm_head.weight is missing: the draft head would be random")
+    expected = drafter.state_dict()
+    unknown = sorted(set(tensors) - set(expected))
+    if unknown:
+        raise DrafterFormatError(f"unexpected tensors: {', '.join(unknown[:5])}")
+    for name, tensor in tensors.items():
+        if tuple(tensor.shape) != tuple(expected[name].shape):
+            raise DrafterFormatError(
+                f"{_MODULE_TO_CHECKPOINT.get(name, name)} has shape {tuple(tensor.shape)}, "
+                f"expected {tuple(expected[name].shape)}"
+            )
+    missing = sorted(set(expected) - set(tensors) - {"d2t"} - {k for k in expected if k.startswith("embed_tokens.")})
+    if missing:
+        raise DrafterFormatError(f"missing tensors: {', '.join(missing[:5])}")
+    drafter.load_state_dict(
+        {k: v for k, v in tensors.items() if not k.startswith("embed_tokens.") or has_embed}, strict=False
+    )
+    targets = torch.arange(cfg.draft_vocab_size) + drafter.d2t
+    if int(targets.min()) < 0 or int(targets.max()) >= target_vocab_size:
+        raise DrafterFormatError("d2t maps draft ids outside the target vocabulary")
+    return drafter
+
+
+def checkpoint_state(drafter: Eagle3Drafter, *, t2d: torch.Tensor, include_embed: bool = False) -> dict[str, torch.Tensor]:
+    """The drafter's tensors under vLLM-native names (`layers.0.*`, `fc`, `norm`, `lm_head`, d2t, t2d)."""
+    state: dict[str, torch.Tensor] = {}
+    for name, tensor in drafter.state_dict().items():
+        if name.startswith("embed_tokens.") and not include_embed:
+            continue
+        key = name
+        for module_prefix, checkpoint_prefix in _MODULE_TO_CHECKPOINT.items():
+            if name.startswith(module_prefix):
+                key = checkpoint_prefix + name[len(module_prefix) :]
+        state[key] = tensor.detach().to("cpu").contiguous()
+    state["t2d"] = t2d.to(torch.bool).cpu().contiguous()
+    return state

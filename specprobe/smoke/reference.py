@@ -1,0 +1,338 @@
+"""Reference backend: greedy chain speculative decoding of a transformers target with specprobe's own
+EAGLE-3 drafter, batched across prompts with KV caches, beside target-only greedy decoding.
+
+It is engine-independent ground truth: what acceptance a drafter reaches when the integration is
+right, and whether the speculative output equals the target's own greedy output (losslessness).
+Rows of a batch accept different numbers of tokens per round; instead of re-packing the caches,
+rejected slots stay in place and are masked out by an explicit 4-D attention mask.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from specprobe.findings import SpecprobeError
+from specprobe.smoke.eagle3 import DraftKVCache, Eagle3Drafter, load_drafter
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class Target:
+    """A causal LM loaded by transformers, with what the drafter needs from it."""
+
+    model: Any
+    tokenizer: Any
+    num_layers: int
+    hidden_size: int
+    vocab_size: int
+    attention: str
+
+    @property
+    def embed_tokens(self) -> nn.Embedding:
+        embed: nn.Embedding = self.model.get_input_embeddings()
+        return embed
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    dtypes = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in dtypes:
+        raise SpecprobeError(f"unknown dtype {name!r}; choose one of: {', '.join(dtypes)}")
+    return dtypes[name]
+
+
+def load_target(spec: str, *, device: str, dtype: torch.dtype) -> Target:
+    """Load a target folder or hub id with safetensors only and no remote code."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from specprobe.hfconfig import AttentionKind, classify_attention, parse_model_config, resolve_config_path
+
+    local = Path(spec).is_dir()
+    config_path = resolve_config_path(spec)
+    from specprobe.hfconfig import ConfigError, load_config_json
+
+    try:
+        raw = load_config_json(config_path)
+    except ConfigError as exc:
+        raise SpecprobeError(f"target: {exc}") from None
+    if raw.get("auto_map"):
+        raise SpecprobeError("target declares auto_map (remote code); specprobe never runs code from a checkpoint")
+    config = parse_model_config(raw)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(spec, trust_remote_code=False, local_files_only=local)
+        model = AutoModelForCausalLM.from_pretrained(
+            spec,
+            trust_remote_code=False,
+            use_safetensors=True,
+            local_files_only=local,
+            dtype=dtype,
+            attn_implementation="eager" if dtype == torch.float64 else "sdpa",
+        )
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SpecprobeError(f"cannot load target {spec!r}: {first_line}") from None
+    model.to(device)
+    model.eval()
+    kind: AttentionKind = classify_attention(config)
+    return Target(
+        model=model,
+        tokenizer=tokenizer,
+        num_layers=int(model.config.num_hidden_layers),
+        hidden_size=int(model.config.hidden_size),
+        vocab_size=int(model.get_input_embeddings().num_embeddings),
+        attention=kind.value,
+    )
+
+
+def load_reference_drafter(draft_dir: Path, target: Target, *, device: str, dtype: torch.dtype) -> Eagle3Drafter:
+    drafter = load_drafter(
+        draft_dir,
+        target_num_layers=target.num_layers,
+        target_hidden_size=target.hidden_size,
+        target_vocab_size=target.vocab_size,
+        target_embed_tokens=target.embed_tokens,
+    )
+    drafter.to(device=device, dtype=dtype)
+    # d2t is an index: keep it integral whatever the compute dtype.
+    drafter.d2t = drafter.d2t.to(device=device, dtype=torch.long)
+    drafter.eval()
+    return drafter
+
+
+class TargetRunner:
+    """Runs the target incrementally over a KV cache whose slots can be masked out per row."""
+
+    def __init__(self, target: Target, aux_layer_ids: Sequence[int], batch: int, device: str) -> None:
+        from transformers import DynamicCache
+
+        self.target = target
+        self.aux_layer_ids = tuple(aux_layer_ids)
+        self.cache = DynamicCache()
+        # transformers renamed `past_key_values` to `cache` (5.2x); pass whichever this version takes.
+        parameters = inspect.signature(target.model.forward).parameters
+        self.cache_kwarg = "cache" if "cache" in parameters else "past_key_values"
+        self.valid = torch.zeros(batch, 0, dtype=torch.bool, device=device)
+        self.device = device
+
+    def forward(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, valid: torch.Tensor, *, want_aux: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Append n entries per row; returns logits [B, n, V] and aux hidden states [B, n, n_aux*H]."""
+        old = self.valid.shape[1]
+        self.valid = torch.cat([self.valid, valid], dim=1)
+        n = input_ids.shape[1]
+        total = old + n
+        key_index = torch.arange(total, device=self.device)
+        query_index = torch.arange(n, device=self.device) + old
+        allowed = (key_index[None, :] <= query_index[:, None])[None] & self.valid[:, None, :]
+        # Padded queries attend to themselves so that no softmax row is empty (no NaN can leak).
+        allowed = allowed | (key_index[None, None, :] == query_index[None, :, None])
+        dtype = self.target.model.dtype
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
+        mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+        out = self.target.model(
+            input_ids=input_ids,
+            attention_mask=mask[:, None],
+            position_ids=positions,
+            use_cache=True,
+            output_hidden_states=want_aux,
+            **{self.cache_kwarg: self.cache},
+        )
+        aux = None
+        if want_aux:
+            # hidden_states[i] is the input of layer i, the residual stream vLLM captures for aux id i.
+            aux = torch.cat([out.hidden_states[i] for i in self.aux_layer_ids], dim=-1)
+        logits: torch.Tensor = out.logits
+        return logits, aux
+
+    def invalidate(self, keep: torch.Tensor, start: int) -> None:
+        """Mask slots ``start + j`` for j where ``keep[:, j]`` is false (rejected draft tokens)."""
+        self.valid[:, start : start + keep.shape[1]] &= keep
+
+
+def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    valid = torch.zeros((len(prompts), width), dtype=torch.bool)
+    for row, prompt in enumerate(prompts):
+        ids[row, width - len(prompt) :] = torch.tensor(list(prompt), dtype=torch.long)
+        valid[row, width - len(prompt) :] = True
+    positions = (valid.long().cumsum(dim=1) - 1).clamp(min=0)
+    return ids.to(device), valid.to(device), positions.to(device)
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+@dataclass
+class GreedyResult:
+    tokens: list[list[int]]
+    seconds: float
+
+
+@dataclass
+class SpeculativeResult:
+    """Per-prompt counts in vLLM's terms: a draft is one verification round of up to K tokens."""
+
+    tokens: list[list[int]]
+    seconds: float
+    num_speculative_tokens: int
+    drafts: list[int]
+    accepted: list[int]
+    accepted_per_pos: list[list[int]]
+    acceptance_lengths: list[list[int]] = field(default_factory=list)
+
+
+@torch.inference_mode()
+def greedy_generate(
+    target: Target, prompts: Sequence[Sequence[int]], max_new_tokens: int, *, device: str, progress: Progress | None = None
+) -> GreedyResult:
+    """Target-only greedy decoding with a KV cache, batched (the baseline and the lossless reference)."""
+    _sync(device)
+    start = time.perf_counter()
+    runner = TargetRunner(target, (), len(prompts), device)
+    ids, valid, positions = _left_pad(prompts, 0, device)
+    logits, _ = runner.forward(ids, positions, valid, want_aux=False)
+    next_tok = logits[:, -1].argmax(-1)
+    pos = positions[:, -1] + 1
+    out = [next_tok]
+    for _ in range(max_new_tokens - 1):
+        logits, _ = runner.forward(
+            next_tok[:, None], pos[:, None], torch.ones_like(next_tok[:, None], dtype=torch.bool), want_aux=False
+        )
+        next_tok = logits[:, -1].argmax(-1)
+        pos = pos + 1
+        out.append(next_tok)
+        if progress:
+            progress(len(prompts))
+    _sync(device)
+    seconds = time.perf_counter() - start
+    tokens = torch.stack(out, dim=1).tolist()
+    return GreedyResult(tokens=tokens, seconds=seconds)
+
+
+@torch.inference_mode()
+def speculative_generate(
+    target: Target,
+    drafter: Eagle3Drafter,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    num_speculative_tokens: int,
+    *,
+    device: str,
+    progress: Progress | None = None,
+) -> SpeculativeResult:
+    """Greedy chain speculative decoding: K chained drafts, one target pass verifies them all.
+
+    The first new token comes from the target's prefill; each round then emits the accepted
+    drafts plus the target's own next token (the bonus token), so every emitted token is one the
+    target would have chosen greedily.
+    """
+    k = num_speculative_tokens
+    batch = len(prompts)
+    _sync(device)
+    start = time.perf_counter()
+    runner = TargetRunner(target, drafter.cfg.aux_layer_ids, batch, device)
+    ids, valid, positions = _left_pad(prompts, 0, device)
+    logits, aux = runner.forward(ids, positions, valid, want_aux=True)
+    assert aux is not None
+    last_tok = logits[:, -1].argmax(-1)
+    cur_pos = positions[:, -1] + 1  # position of last_tok, not yet seen by the target
+    # Drafter entry p pairs the target's hidden state at p with the token at p + 1.
+    draft_cache = DraftKVCache()
+    draft_tokens = torch.cat([ids[:, 1:], last_tok[:, None]], dim=1)
+    draft_logits, draft_hidden = drafter.step(draft_tokens, drafter.combine_aux(aux), positions, draft_cache, valid)
+    next_logits, next_hidden = draft_logits[:, -1], draft_hidden[:, -1:]
+
+    emitted: list[list[int]] = [[int(t)] for t in last_tok.tolist()]
+    drafts = [0] * batch
+    accepted = [0] * batch
+    per_pos = [[0] * k for _ in range(batch)]
+    lengths: list[list[int]] = [[] for _ in range(batch)]
+    rows = torch.arange(batch, device=device)
+    offsets = torch.arange(k + 1, device=device)
+    while min(len(e) for e in emitted) < max_new_tokens:
+        # 1. Chain K drafts; chained entries are speculative and masked once verified.
+        chain_start = draft_cache.length
+        proposal = [drafter.to_target_ids(next_logits.argmax(-1))]
+        hidden = next_hidden
+        for j in range(1, k):
+            step_logits, hidden = drafter.step(
+                proposal[-1][:, None],
+                hidden,
+                (cur_pos - 1 + j)[:, None],
+                draft_cache,
+                torch.ones(batch, 1, dtype=torch.bool, device=device),
+            )
+            proposal.append(drafter.to_target_ids(step_logits[:, -1].argmax(-1)))
+        draft = torch.stack(proposal, dim=1)  # [B, K]
+        draft_cache.invalidate_from(chain_start)
+
+        # 2. Verify [last_tok, d1..dK] in one target pass.
+        verify_ids = torch.cat([last_tok[:, None], draft], dim=1)
+        verify_pos = cur_pos[:, None] + offsets[None, :]
+        verify_start = runner.valid.shape[1]
+        logits, aux = runner.forward(
+            verify_ids, verify_pos, torch.ones(batch, k + 1, dtype=torch.bool, device=device), want_aux=True
+        )
+        assert aux is not None
+        target_choice = logits.argmax(-1)  # [B, K+1]
+        matches = (draft == target_choice[:, :k]).long()
+        n_accepted = matches.cumprod(dim=1).sum(dim=1)  # leading matches per row
+        bonus = target_choice[rows, n_accepted]
+        keep = offsets[None, :] <= n_accepted[:, None]  # last_tok and the accepted drafts stay
+        runner.invalidate(keep, verify_start)
+
+        # 3. Bookkeeping, on the CPU once per round.
+        n_list = n_accepted.tolist()
+        draft_list = draft.tolist()
+        bonus_list = bonus.tolist()
+        for row in range(batch):
+            if len(emitted[row]) >= max_new_tokens:
+                continue
+            n = n_list[row]
+            drafts[row] += 1
+            accepted[row] += n
+            lengths[row].append(n + 1)
+            for position in range(n):
+                per_pos[row][position] += 1
+            emitted[row].extend([*draft_list[row][:n], bonus_list[row]])
+        if progress:
+            progress(sum(n + 1 for n in n_list))
+
+        # 4. The drafter catches up on the accepted entries with the target's hidden states.
+        next_tokens = torch.cat([draft, bonus[:, None]], dim=1)
+        next_tokens[rows, n_accepted] = bonus
+        width = int(n_accepted.max()) + 1
+        catch_logits, catch_hidden = drafter.step(
+            next_tokens[:, :width],
+            drafter.combine_aux(aux[:, :width]),
+            verify_pos[:, :width],
+            draft_cache,
+            keep[:, :width],
+        )
+        next_logits = catch_logits[rows, n_accepted]
+        next_hidden = catch_hidden[rows, n_accepted][:, None]
+        last_tok = bonus
+        cur_pos = cur_pos + n_accepted + 1
+    _sync(device)
+    seconds = time.perf_counter() - start
+    return SpeculativeResult(
+        tokens=[e[:max_new_tokens] for e in emitted],
+        seconds=seconds,
+        num_speculative_tokens=k,
+        drafts=drafts,
+        accepted=accepted,
+        accepted_per_pos=per_pos,
+        acceptance_lengths=lengths,
+    )

@@ -1,0 +1,212 @@
+"""`specprobe smoke` as a library: static check first, then a measured run, then findings.
+
+The CLI only parses options into ``SmokeOptions`` and emits the returned report.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specprobe.findings import Finding, Report, Severity, SpecprobeError
+from specprobe.rules import smoke as smoke_rules
+
+Progress = Any
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    """Options of one smoke run (reference backend, and the reference side of --compare-reference)."""
+
+    target: str
+    draft: Path
+    device: str = "cpu"
+    dtype: str = "float32"
+    num_speculative_tokens: int = 3
+    prompts: Path | None = None
+    max_prompts: int | None = None
+    max_new_tokens: int = 64
+    min_acceptance_length: float | None = None
+    plot: Path | None = None
+    force: bool = False
+    progress: bool = True
+
+
+def static_check(draft: Path, target: str) -> Report | None:
+    """`specprobe check` of the drafter against the target; None where check cannot run here."""
+    try:
+        from specprobe.check import run_check
+    except ImportError:  # check is an optional part of a partial install
+        return None
+    return run_check(draft, target=target)
+
+
+def _validate(options: SmokeOptions) -> None:
+    if not options.draft.is_dir():
+        raise SpecprobeError(f"draft {str(options.draft)!r} is not a folder")
+    if options.num_speculative_tokens < 1:
+        raise SpecprobeError("--num-speculative-tokens must be at least 1")
+    if options.max_new_tokens < 2:
+        raise SpecprobeError("--max-new-tokens must be at least 2")
+    if options.device not in ("cpu", "cuda") and not options.device.startswith("cuda:"):
+        raise SpecprobeError(f"unknown device {options.device!r}; use cpu or cuda[:N]")
+    if options.plot is not None and options.plot.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise SpecprobeError("--plot must name a .png, .svg or .pdf file")
+
+
+def _progress_bar(total: int, enabled: bool, description: str) -> Any:
+    from tqdm import tqdm
+
+    # On stderr so that the report on stdout stays a clean document.
+    return tqdm(total=total, desc=description, unit="tok", disable=not enabled, file=sys.stderr, leave=False)
+
+
+def measurement_findings(
+    extra: dict[str, Any], *, min_acceptance_length: float | None, label: str
+) -> list[Finding]:
+    """SMOKE-MEASURED, and the error findings a measured run can raise."""
+    findings: list[Finding] = []
+    length = extra.get("mean_acceptance_length")
+    rate = extra.get("acceptance_rate")
+    speedup = extra.get("speedup")
+    summary = (
+        f"{label}: mean acceptance length {length if length is not None else 'n/a'}"
+        f", acceptance rate {rate if rate is not None else 'n/a'}"
+        f" at K={extra.get('num_speculative_tokens')}"
+        + (f", speed-up {speedup:.2f}x over target-only greedy" if isinstance(speedup, float) else "")
+        + (f", lossless {extra['lossless']}" if "lossless" in extra else "")
+    )
+    findings.append(smoke_rules.MEASURED.finding(summary))
+    if extra.get("lossless") is False:
+        findings.append(
+            smoke_rules.NOT_LOSSLESS.finding(
+                f"{extra.get('lossless_prompts')} prompts match the target's greedy output token for token",
+                hint="greedy verification must emit only tokens the target chooses; check d2t and the verify step",
+            )
+        )
+    if min_acceptance_length is not None and (length is None or length < min_acceptance_length):
+        findings.append(
+            smoke_rules.ACCEPTANCE_LOW.finding(
+                f"mean acceptance length {length} is below the required {min_acceptance_length}",
+                hint="run `specprobe check` on the drafter; a shuffled or missing d2t, wrong aux layer ids or "
+                "a mismatched chat template all collapse acceptance",
+            )
+        )
+    return findings
+
+
+def run_reference(options: SmokeOptions) -> Report:
+    """Static check, then greedy chain speculative decoding against target-only greedy decoding."""
+    _validate(options)
+    report = Report(
+        command="smoke",
+        subject={"target": options.target, "draft": str(options.draft), "backend": "reference"},
+    )
+    check = static_check(options.draft, options.target)
+    if check is not None and not check.ok:
+        report.extend(check.findings)
+        if not options.force:
+            report.extra["refused"] = "the static check reported errors; pass --force to measure anyway"
+            return report
+        report.add(
+            smoke_rules.CHECK_SKIPPED.finding(
+                f"measured despite {check.summary.errors} error finding(s) from the static check"
+            )
+        )
+    report.extra.update(measure_reference(options, report))
+    if "mean_acceptance_length" in report.extra:
+        report.extend(
+            measurement_findings(
+                report.extra, min_acceptance_length=options.min_acceptance_length, label="reference backend"
+            )
+        )
+    if options.plot is not None and report.extra.get("per_position"):
+        from specprobe.smoke.plot import plot_per_position
+
+        plot_per_position(
+            options.plot,
+            report.extra["per_position"],
+            title=f"{Path(options.draft).name} on {Path(options.target).name}: K={options.num_speculative_tokens}, "
+            f"mean acceptance length {report.extra['mean_acceptance_length']}",
+        )
+        report.extra["plot"] = str(options.plot)
+    return report
+
+
+def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
+    """Load, warm up, and time both loops; the acceptance figures and the JSON keys of the report."""
+    import torch
+
+    from specprobe.smoke.eagle3 import DrafterFormatError
+    from specprobe.smoke.prompts import encode_prompts, load_prompts
+    from specprobe.smoke.reference import (
+        greedy_generate,
+        load_reference_drafter,
+        load_target,
+        resolve_dtype,
+        speculative_generate,
+    )
+    from specprobe.smoke.stats import acceptance_extra, finite, from_counts, tokens_per_second
+
+    if options.device.startswith("cuda") and not torch.cuda.is_available():
+        raise SpecprobeError("--device cuda: no CUDA device is available to torch")
+    dtype = resolve_dtype(options.dtype)
+    if options.device.startswith("cuda"):
+        # Exact float32 matmuls: TF32 rounding makes near-tie argmax flips look like lossless failures.
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    target = load_target(options.target, device=options.device, dtype=dtype)
+    try:
+        drafter = load_reference_drafter(options.draft, target, device=options.device, dtype=dtype)
+    except DrafterFormatError as exc:
+        report.add(smoke_rules.DRAFT_UNREADABLE.finding(str(exc), location=str(options.draft)))
+        return {}
+    prompts = load_prompts(options.prompts, limit=options.max_prompts)
+    encoded = encode_prompts(target.tokenizer, prompts)
+    k, n = options.num_speculative_tokens, options.max_new_tokens
+    # Warm-up on one short prompt so that first-call costs (allocations, kernel selection) stay out of the timings.
+    greedy_generate(target, encoded[:1], 4, device=options.device)
+    speculative_generate(target, drafter, encoded[:1], 4, k, device=options.device)
+    total = len(encoded) * n
+    with _progress_bar(total, options.progress, "target-only greedy") as bar:
+        baseline = greedy_generate(target, encoded, n, device=options.device, progress=bar.update)
+    with _progress_bar(total, options.progress, f"speculative K={k}") as bar:
+        spec = speculative_generate(target, drafter, encoded, n, k, device=options.device, progress=bar.update)
+    stats = from_counts(k, spec.drafts, spec.accepted, spec.accepted_per_pos)
+    equal = [a == b for a, b in zip(spec.tokens, baseline.tokens, strict=True)]
+    tokens = sum(len(t) for t in spec.tokens)
+    spec_tps = tokens_per_second(tokens, spec.seconds)
+    base_tps = tokens_per_second(sum(len(t) for t in baseline.tokens), baseline.seconds)
+    extra: dict[str, Any] = acceptance_extra(stats)
+    mismatches = [p.id for p, same in zip(prompts, equal, strict=True) if not same]
+    extra.update(
+        {
+            "lossless": all(equal),
+            "lossless_prompts": f"{sum(equal)}/{len(equal)}",
+            "not_lossless_prompt_ids": mismatches,
+            "tokens": tokens,
+            "tokens_per_s": finite(spec_tps),
+            "target_only_tokens_per_s": finite(base_tps),
+            "speedup": finite(spec_tps / base_tps) if base_tps and not math.isnan(base_tps) else None,
+            "seconds_speculative": round(spec.seconds, 4),
+            "seconds_target_only": round(baseline.seconds, 4),
+            "seconds_per_1k_tokens": finite(1000.0 * spec.seconds / tokens) if tokens else None,
+            "prompts": len(encoded),
+            "max_new_tokens": n,
+            "device": str(torch.cuda.get_device_name(0)) if options.device.startswith("cuda") else "cpu",
+            "dtype": options.dtype,
+            "target_attention": target.attention,
+            "target_parameters": sum(p.numel() for p in target.model.parameters()),
+            "draft_parameters": sum(
+                p.numel() for name, p in drafter.named_parameters() if not name.startswith("embed_tokens.")
+            ),
+            "aux_layer_ids": list(drafter.cfg.aux_layer_ids),
+            "draft_vocab_size": drafter.cfg.draft_vocab_size,
+            "torch": torch.__version__,
+        }
+    )
+    return extra

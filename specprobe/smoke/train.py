@@ -1,0 +1,466 @@
+"""Real models for the demo, the tests and the GPU run: a small Llama (or DeepSeek-V3-style MLA)
+target trained briefly on Python's standard-library sources, and an EAGLE-3 drafter trained on that
+target's hidden states, saved in vLLM's format (`layers.0.*`, d2t/t2d, reduced draft vocab).
+
+Drafter training follows EAGLE-3's training-time test: the drafter is unrolled for a few chained
+steps, each step feeding back its own hidden state, so that positions 2..K are trained as they run.
+Labels are the target's own greedy choices (what greedy verification accepts), and half of the
+training text is the target's own greedy continuation, the distribution the drafter meets in use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import sysconfig
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter, checkpoint_state
+
+# Standard-library modules whose sources form the training text: plain Python, present in every
+# CPython 3.11+, large enough for a small model to learn code-shaped text.
+STDLIB_MODULES = (
+    "argparse", "ast", "calendar", "collections/__init__", "configparser", "csv", "dataclasses", "datetime",
+    "difflib", "enum", "fractions", "functools", "gettext", "glob", "gzip", "heapq", "inspect", "ipaddress",
+    "json/decoder", "json/encoder", "logging/__init__", "mailbox", "ntpath", "numbers", "optparse", "os",
+    "pathlib", "pickle", "platform", "posixpath", "pprint", "queue", "random", "shlex", "shutil", "statistics",
+    "string", "subprocess", "tarfile", "tempfile", "textwrap", "threading", "tokenize", "traceback", "typing",
+    "unittest/case", "urllib/parse", "uuid", "warnings", "zipfile/__init__", "zipfile",
+)  # fmt: skip
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """Sizes and budgets of one demo build; `tiny` runs on a laptop CPU in about a minute."""
+
+    vocab_size: int = 512
+    hidden_size: int = 64
+    num_layers: int = 4
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 192
+    target_steps: int = 200
+    target_batch: int = 16
+    seq_len: int = 64
+    target_lr: float = 5e-3
+    draft_vocab_size: int = 256
+    draft_steps: int = 200
+    draft_batch: int = 16
+    draft_lr: float = 5e-3
+    ttt_steps: int = 3
+    generated_sequences: int = 64
+    corpus_chars: int = 400_000
+    mixed_precision: bool = False
+    mla: bool = False
+
+    @property
+    def aux_layer_ids(self) -> tuple[int, ...]:
+        """Low, middle and high layers; vLLM's own default (2, L//2, L-3) needs L >= 6."""
+        layers = self.num_layers
+        if layers >= 6:
+            return (2, layers // 2, layers - 3)
+        return (1, layers // 2, layers - 1)
+
+
+TINY = TrainPlan()
+TINY_MLA = replace(TINY, mla=True)
+# >= 100M parameters (about 113M at vocab 8192), for the GPU run.
+GPU = TrainPlan(
+    vocab_size=8192,
+    hidden_size=768,
+    num_layers=12,
+    num_heads=12,
+    num_kv_heads=4,
+    intermediate_size=3072,
+    target_steps=1500,
+    target_batch=32,
+    seq_len=512,
+    target_lr=6e-4,
+    draft_vocab_size=4096,
+    draft_steps=800,
+    draft_batch=32,
+    draft_lr=1e-3,
+    ttt_steps=4,
+    generated_sequences=384,
+    corpus_chars=12_000_000,
+    mixed_precision=True,
+)
+PLANS = {"tiny": TINY, "tiny-mla": TINY_MLA, "gpu": GPU}
+
+
+def corpus_text(max_chars: int) -> str:
+    """Standard-library sources, module list first, then the rest of Lib/ in sorted order if more is needed."""
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    seen: set[Path] = set()
+    parts: list[str] = []
+    total = 0
+    candidates = [lib / f"{name}.py" for name in STDLIB_MODULES] + sorted(lib.glob("*.py")) + sorted(lib.glob("*/*.py"))
+    for path in candidates:
+        if total >= max_chars:
+            break
+        if path in seen or not path.is_file() or path.parent.name in ("test", "tests", "idle_test"):
+            continue
+        seen.add(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        parts.append(text)
+        total += len(text)
+    return "\n\n".join(parts)[:max_chars]
+
+
+def train_tokenizer(text: str, vocab_size: int, out_dir: Path) -> Any:
+    """A byte-level BPE tokenizer, saved as a transformers fast tokenizer (tokenizer.json)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    chunks = text.split("\n\n")
+    tokenizer.train_from_iterator(chunks, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token="<|endoftext|>", eos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
+    fast.save_pretrained(str(out_dir))
+    return fast
+
+
+def _target_model(plan: TrainPlan, vocab_size: int) -> Any:
+    if plan.mla:
+        from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+
+        mla_config = DeepseekV3Config(
+            vocab_size=vocab_size,
+            hidden_size=plan.hidden_size,
+            intermediate_size=plan.intermediate_size,
+            moe_intermediate_size=plan.intermediate_size // 4,
+            num_hidden_layers=plan.num_layers,
+            num_attention_heads=plan.num_heads,
+            num_key_value_heads=plan.num_heads,
+            n_routed_experts=4,
+            num_experts_per_tok=2,
+            n_shared_experts=1,
+            n_group=1,
+            topk_group=1,
+            first_k_dense_replace=1,
+            kv_lora_rank=32,
+            q_lora_rank=64,
+            qk_rope_head_dim=16,
+            qk_nope_head_dim=16,
+            v_head_dim=32,
+            max_position_embeddings=2048,
+            tie_word_embeddings=False,
+            rope_interleave=False,
+        )
+        return DeepseekV3ForCausalLM(mla_config)
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=plan.hidden_size,
+        intermediate_size=plan.intermediate_size,
+        num_hidden_layers=plan.num_layers,
+        num_attention_heads=plan.num_heads,
+        num_key_value_heads=plan.num_kv_heads,
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+    )
+    return LlamaForCausalLM(config)
+
+
+def _batches(stream: torch.Tensor, batch: int, seq_len: int, generator: torch.Generator) -> torch.Tensor:
+    starts = torch.randint(0, stream.numel() - seq_len - 1, (batch,), generator=generator)
+    return torch.stack([stream[s : s + seq_len] for s in starts.tolist()])
+
+
+def _autocast(device: str, enabled: bool) -> Any:
+    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16, enabled=enabled)
+
+
+def train_target(plan: TrainPlan, stream: torch.Tensor, vocab_size: int, *, device: str, seed: int, log: Log) -> Any:
+    """Next-token training for a fixed number of steps with a cosine learning rate."""
+    torch.manual_seed(seed)
+    model = _target_model(plan, vocab_size).to(device)
+    model.train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=plan.target_lr, weight_decay=0.01, betas=(0.9, 0.95))
+    generator = torch.Generator().manual_seed(seed)
+    start = time.perf_counter()
+    for step in range(plan.target_steps):
+        lr = plan.target_lr * min(1.0, (step + 1) / 50) * 0.5 * (1 + math.cos(math.pi * step / plan.target_steps))
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch = _batches(stream, plan.target_batch, plan.seq_len + 1, generator).to(device)
+        with _autocast(device, plan.mixed_precision):
+            logits = model(input_ids=batch[:, :-1]).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if step % 100 == 0 or step == plan.target_steps - 1:
+            log(f"target step {step}: loss {loss.item():.3f} ({time.perf_counter() - start:.0f}s)")
+    model.eval()
+    return model
+
+
+@torch.no_grad()
+def _greedy_continuations(model: Any, stream: torch.Tensor, plan: TrainPlan, *, device: str, seed: int) -> torch.Tensor:
+    """The target's own greedy continuations of short prefixes: the text the drafter meets in use."""
+    generator = torch.Generator().manual_seed(seed + 1)
+    prefix_len = 16
+    new_tokens = plan.seq_len - prefix_len
+    rows: list[torch.Tensor] = []
+    chunk = 64
+    for begin in range(0, plan.generated_sequences, chunk):
+        count = min(chunk, plan.generated_sequences - begin)
+        ids = _batches(stream, count, prefix_len, generator).to(device)
+        with _autocast(device, plan.mixed_precision):
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                max_new_tokens=new_tokens,
+                min_new_tokens=new_tokens,
+                do_sample=False,
+                pad_token_id=0,
+            )
+        rows.append(out[:, : plan.seq_len].cpu())
+    return torch.cat(rows)
+
+
+@torch.no_grad()
+def _target_features(
+    model: Any, ids: torch.Tensor, aux_layer_ids: tuple[int, ...], *, device: str, mixed: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Aux hidden states (input of each aux layer) and the target's greedy choice at every position."""
+    with _autocast(device, mixed):
+        out = model(input_ids=ids.to(device), output_hidden_states=True)
+    aux = torch.cat([out.hidden_states[i].float() for i in aux_layer_ids], dim=-1)
+    return aux, out.logits.argmax(-1)
+
+
+def _ttt_attention(layer: Any, q: torch.Tensor, keys: list[torch.Tensor], values: list[torch.Tensor]) -> torch.Tensor:
+    """Attention of one unrolled step: causal over the first step's keys, diagonal over later steps'."""
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    k0, v0 = layer.expand_kv(keys[0]), layer.expand_kv(values[0])
+    length = q.shape[2]
+    scores = torch.matmul(q, k0.transpose(-1, -2)) * scale
+    causal = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
+    scores = scores.masked_fill(~causal, float("-inf"))
+    diagonal = [(q * layer.expand_kv(k)).sum(-1, keepdim=True) * scale for k in keys[1:]]
+    weights = torch.softmax(torch.cat([scores, *diagonal], dim=-1).float(), dim=-1).to(q.dtype)
+    out = torch.matmul(weights[..., :length], v0)
+    for s, v in enumerate(values[1:]):
+        out = out + weights[..., length + s : length + s + 1] * layer.expand_kv(v)
+    return out
+
+
+def draft_vocabulary(choices: torch.Tensor, target_vocab: int, draft_vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The most frequent target choices as the draft vocabulary: (d2t offsets, t2d mask), SpecForge-style."""
+    counts = torch.bincount(choices.reshape(-1).cpu(), minlength=target_vocab).float()
+    # Ties broken towards lower ids so that the choice is deterministic.
+    counts = counts - torch.arange(target_vocab, dtype=torch.float32) * 1e-6
+    used = torch.sort(torch.topk(counts, draft_vocab).indices).values
+    d2t = used - torch.arange(draft_vocab)
+    t2d = torch.zeros(target_vocab, dtype=torch.bool)
+    t2d[used] = True
+    return d2t, t2d
+
+
+def train_drafter(
+    plan: TrainPlan, target: Any, stream: torch.Tensor, *, device: str, seed: int, log: Log
+) -> tuple[Eagle3Drafter, torch.Tensor]:
+    """EAGLE-3 training-time test on the target's features; returns the drafter and t2d."""
+    torch.manual_seed(seed)
+    aux_ids = plan.aux_layer_ids
+    generated = _greedy_continuations(target, stream, plan, device=device, seed=seed)
+    log(f"generated {generated.shape[0]} greedy continuations")
+    generator = torch.Generator().manual_seed(seed + 2)
+    probe = torch.cat([generated, _batches(stream, generated.shape[0], plan.seq_len, generator)])
+    choices = torch.cat(
+        [
+            _target_features(target, probe[i : i + 64], aux_ids, device=device, mixed=plan.mixed_precision)[1].cpu()
+            for i in range(0, probe.shape[0], 64)
+        ]
+    )
+    target_vocab = int(target.get_input_embeddings().num_embeddings)
+    d2t, t2d = draft_vocabulary(choices, target_vocab, plan.draft_vocab_size)
+    target_to_draft = torch.full((target_vocab,), -100, dtype=torch.long)
+    target_to_draft[d2t + torch.arange(plan.draft_vocab_size)] = torch.arange(plan.draft_vocab_size)
+    target_to_draft = target_to_draft.to(device)
+
+    cfg = Eagle3Config(
+        hidden_size=plan.hidden_size,
+        target_hidden_size=int(target.config.hidden_size),
+        num_attention_heads=plan.num_heads,
+        num_key_value_heads=plan.num_kv_heads,
+        head_dim=plan.hidden_size // plan.num_heads,
+        intermediate_size=plan.intermediate_size,
+        rms_norm_eps=1e-6,
+        rope_theta=10000.0,
+        target_vocab_size=target_vocab,
+        draft_vocab_size=plan.draft_vocab_size,
+        aux_layer_ids=aux_ids,
+        aux_layer_ids_declared=True,
+        norm_before_residual=False,
+        norm_output=False,
+        attention_bias=False,
+        config_format="vllm",
+    )
+    embed = target.get_input_embeddings()
+    drafter = Eagle3Drafter(cfg, embed_tokens=embed).to(device)
+    drafter.d2t.copy_(d2t.to(device))
+    # The target's embedding is shared and frozen, as engines share it at serve time.
+    trainable = [p for name, p in drafter.named_parameters() if not name.startswith("embed_tokens.")]
+    embed.weight.requires_grad_(False)
+    optimizer = torch.optim.AdamW(trainable, lr=plan.draft_lr, weight_decay=0.0)
+    layer = drafter.layer
+    start = time.perf_counter()
+    for step in range(plan.draft_steps):
+        lr = plan.draft_lr * min(1.0, (step + 1) / 30) * 0.5 * (1 + math.cos(math.pi * step / plan.draft_steps))
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        half = plan.draft_batch // 2
+        rows = torch.randint(0, generated.shape[0], (plan.draft_batch - half,), generator=generator)
+        ids = torch.cat([generated[rows], _batches(stream, half, plan.seq_len, generator)]).to(device)
+        aux, choice = _target_features(target, ids, aux_ids, device=device, mixed=plan.mixed_precision)
+        length = ids.shape[1]
+        positions = torch.arange(length, device=device)[None].expand(ids.shape[0], -1)
+        # Step 0: entry t pairs the target state at t with the real token t+1; label: the target's choice at t+1.
+        tokens = torch.cat([ids[:, 1:], ids[:, -1:]], dim=1)
+        hidden = drafter.combine_aux(aux)
+        keys: list[torch.Tensor] = []
+        values: list[torch.Tensor] = []
+        loss = torch.zeros((), device=device)
+        with _autocast(device, plan.mixed_precision):
+            for j in range(plan.ttt_steps):
+                embeds = drafter.embed_tokens(tokens).to(hidden.dtype)
+                q, k, v, residual = layer.qkv(embeds, hidden, positions + j)
+                keys.append(k)
+                values.append(v)
+                hidden = layer.finish(_ttt_attention(layer, q, keys, values), residual)
+                logits = drafter.logits(hidden).float()
+                labels = torch.full_like(ids, -100)
+                labels[:, : length - 1 - j] = target_to_draft[choice[:, 1 + j :]]
+                loss = loss + (0.8**j) * F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+                # Chained step j+1 at entry t is fed the target's choice for position t+j+2.
+                tokens = torch.cat([choice[:, 1 + j :], choice[:, -1:].expand(-1, 1 + j)], dim=1)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        optimizer.step()
+        if step % 20 == 0 or step == plan.draft_steps - 1:
+            log(f"draft step {step}: loss {loss.item():.3f} ({time.perf_counter() - start:.0f}s)")
+    drafter.eval()
+    return drafter, t2d
+
+
+def save_drafter(drafter: Eagle3Drafter, t2d: torch.Tensor, out_dir: Path, *, d2t: torch.Tensor | None = None) -> None:
+    """vLLM format: config.json (`LlamaForCausalLMEagle3`) and model.safetensors with d2t/t2d inside."""
+    from safetensors.torch import save_file
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = checkpoint_state(drafter, t2d=t2d)
+    if d2t is not None:
+        state["d2t"] = d2t.to(torch.long).contiguous()
+    save_file({k: v.float() if v.is_floating_point() else v for k, v in state.items()}, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    (out_dir / "config.json").write_text(json.dumps(drafter.cfg.to_json_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+def shuffled_d2t(d2t: torch.Tensor, seed: int) -> torch.Tensor:
+    """The same draft vocabulary, with its draft ids pointing at each other's target ids."""
+    draft_vocab = d2t.numel()
+    targets = torch.arange(draft_vocab) + d2t.cpu()
+    generator = torch.Generator().manual_seed(seed + 3)
+    permutation = torch.randperm(draft_vocab, generator=generator)
+    return targets[permutation] - torch.arange(draft_vocab)
+
+
+def _stderr_log(message: str) -> None:
+    sys.stderr.write(f"specprobe demo: {message}\n")
+
+
+def build_pair(
+    plan: TrainPlan, target_dir: Path, draft_dir: Path, *, device: str, seed: int, log: Log
+) -> tuple[Eagle3Drafter, torch.Tensor]:
+    """Train and save one target (model + tokenizer) and its drafter."""
+    text = corpus_text(plan.corpus_chars)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    tokenizer = train_tokenizer(text, plan.vocab_size, target_dir)
+    # Batched encoding of ~64k-character pieces runs in parallel in the fast tokenizer.
+    pieces = [text[i : i + 65536] for i in range(0, len(text), 65536)]
+    stream = torch.tensor([t for ids in tokenizer(pieces)["input_ids"] for t in ids], dtype=torch.long)
+    log(f"corpus: {len(text)} characters, {stream.numel()} tokens, vocab {len(tokenizer)}")
+    target = train_target(plan, stream, len(tokenizer), device=device, seed=seed, log=log)
+    target.save_pretrained(str(target_dir))
+    drafter, t2d = train_drafter(plan, target, stream, device=device, seed=seed, log=log)
+    save_drafter(drafter, t2d, draft_dir)
+    return drafter, t2d
+
+
+def build_demo_models(
+    out_dir: Path,
+    *,
+    device: str = "cpu",
+    seed: int = 0,
+    plan: TrainPlan = TINY,
+    with_mla: bool = False,
+    log: Log = _stderr_log,
+) -> dict[str, Path]:
+    """Write DIR/target, DIR/draft and DIR/draft-broken (shuffled d2t); with_mla adds DIR/target-mla
+    and DIR/draft-mla. Returns the folders by name."""
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = {"target": out_dir / "target", "draft": out_dir / "draft", "draft-broken": out_dir / "draft-broken"}
+    drafter, t2d = build_pair(plan, written["target"], written["draft"], device=device, seed=seed, log=log)
+    broken = written["draft-broken"]
+    if broken.exists():
+        shutil.rmtree(broken)
+    save_drafter(drafter, t2d, broken, d2t=shuffled_d2t(drafter.d2t, seed))
+    if with_mla:
+        mla_plan = replace(plan, mla=True) if not plan.mla else plan
+        written["target-mla"] = out_dir / "target-mla"
+        written["draft-mla"] = out_dir / "draft-mla"
+        build_pair(mla_plan, written["target-mla"], written["draft-mla"], device=device, seed=seed, log=log)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m specprobe.smoke.train --out DIR [--plan tiny|tiny-mla|gpu] [--device cuda]`."""
+    parser = argparse.ArgumentParser(description="Train the demo target and its EAGLE-3 drafters.")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--plan", choices=sorted(PLANS), default="tiny")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--with-mla", action="store_true")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    written = build_demo_models(args.out, device=args.device, seed=args.seed, plan=PLANS[args.plan], with_mla=args.with_mla)
+    _stderr_log(f"wrote {', '.join(str(p) for p in written.values())} in {time.perf_counter() - start:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
