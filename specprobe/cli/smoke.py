@@ -32,12 +32,14 @@ def register(app: typer.Typer) -> None:
 
 
 @cannot_run_guard
-def smoke(
+def smoke(  # noqa: PLR0917 - typer maps each parameter to an option
     target: Annotated[
         str | None, typer.Option("--target", help="Target folder or hub id (the model the drafter serves).")
     ] = None,
     draft: Annotated[Path | None, typer.Option("--draft", help="Drafter checkpoint folder.")] = None,
-    backend: Annotated[Backend, typer.Option("--backend", help="reference (transformers) or server.")] = Backend.REFERENCE,
+    backend: Annotated[
+        Backend, typer.Option("--backend", help="reference (transformers) or server.")
+    ] = Backend.REFERENCE,
     device: Annotated[str, typer.Option("--device", help="cpu or cuda[:N] (reference backend).")] = "cpu",
     dtype: Annotated[str, typer.Option("--dtype", help="float32, float64, bfloat16 or float16.")] = "float32",
     num_speculative_tokens: Annotated[
@@ -62,9 +64,7 @@ def smoke(
     compare_reference: Annotated[
         bool, typer.Option("--compare-reference", help="Also run the reference backend and report the gap.")
     ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Measure even when the static check reports errors.")
-    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Measure even when the static check reports errors.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
     fmt: FormatOption = None,
     output: OutputOption = None,
@@ -73,9 +73,8 @@ def smoke(
     """Measure acceptance rate, acceptance length, losslessness and speed-up of a drafter."""
     from specprobe.smoke.runner import SmokeOptions, run_reference
 
-    if backend is Backend.REFERENCE or compare_reference:
-        if target is None or draft is None:
-            raise SpecprobeError("--target and --draft are required by the reference backend")
+    if (backend is Backend.REFERENCE or compare_reference) and (target is None or draft is None):
+        raise SpecprobeError("--target and --draft are required by the reference backend")
     if backend is Backend.REFERENCE:
         options = SmokeOptions(
             target=target or "",

@@ -13,7 +13,9 @@ FAMILY = "smoke"
 VLLM_SPEC_METRICS = "https://github.com/vllm-project/vllm/blob/main/vllm/v1/spec_decode/metrics.py"
 VLLM_EAGLE3_SRC = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama_eagle3.py"
 SPECULATIVE_SAMPLING = "https://arxiv.org/abs/2211.17192"
-SGLANG_SPEC_METRICS = "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/managers/scheduler_metrics_mixin.py"
+SGLANG_SPEC_METRICS = (
+    "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/managers/scheduler_metrics_mixin.py"
+)
 
 ACCEPTANCE_LOW = rule(
     "SMOKE-ACCEPTANCE-LOW",
@@ -33,8 +35,7 @@ ENGINE_GAP = rule(
     "SMOKE-ENGINE-GAP",
     FAMILY,
     Severity.ERROR,
-    "the engine's acceptance is far below the reference backend's on the same prompts (integration, "
-    "not the drafter)",
+    "the engine's acceptance is far below the reference backend's on the same prompts (integration, not the drafter)",
     "https://github.com/vllm-project/vllm/issues/26191",
     "https://github.com/sgl-project/sglang/issues/8228",
     VLLM_SPEC_METRICS,

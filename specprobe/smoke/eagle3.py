@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional
 
 from specprobe.hfconfig import ConfigError, load_config_json
 
@@ -114,17 +114,25 @@ def parse_eagle3_config(
     if not isinstance(vocab, int):
         vocab = target_vocab_size
     draft_vocab = raw.get("draft_vocab_size", layer_cfg.get("draft_vocab_size")) or vocab
-    eagle_cfg = raw.get("eagle_config") if isinstance(raw.get("eagle_config"), dict) else {}
+    eagle_value = raw.get("eagle_config")
+    eagle_cfg: dict[str, Any] = eagle_value if isinstance(eagle_value, dict) else {}
     aux = raw.get("eagle_aux_hidden_state_layer_ids", eagle_cfg.get("eagle_aux_hidden_state_layer_ids"))
     declared = isinstance(aux, list) and all(isinstance(i, int) for i in aux) and len(aux) > 0
-    aux_ids = tuple(aux) if declared else default_aux_layer_ids(target_num_layers)
-    rope = layer_cfg.get("rope_parameters") if isinstance(layer_cfg.get("rope_parameters"), dict) else {}
+    aux_ids: tuple[int, ...] = (
+        tuple(aux) if isinstance(aux, list) and declared else default_aux_layer_ids(target_num_layers)
+    )
+    rope_value = layer_cfg.get("rope_parameters")
+    rope: dict[str, Any] = rope_value if isinstance(rope_value, dict) else {}
     rope_theta = layer_cfg.get("rope_theta", rope.get("rope_theta", 10000.0))
+    if not isinstance(rope_theta, int | float):
+        raise DrafterFormatError(f"config.json: rope_theta must be a number (got {rope_theta!r})")
     norm_before_residual = raw.get("norm_before_residual", layer_cfg.get("norm_before_residual"))
     norm_output = raw.get("norm_output", layer_cfg.get("norm_output", False))
     return Eagle3Config(
         hidden_size=hidden,
-        target_hidden_size=int(raw.get("target_hidden_size") or layer_cfg.get("target_hidden_size") or target_hidden_size),
+        target_hidden_size=int(
+            raw.get("target_hidden_size") or layer_cfg.get("target_hidden_size") or target_hidden_size
+        ),
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
         head_dim=head_dim,
@@ -243,7 +251,8 @@ class Eagle3Layer(nn.Module):
         batch, _, n, _ = attn_out.shape
         h = self.o_proj(attn_out.transpose(1, 2).reshape(batch, n, -1)) + residual
         normed = self.post_attention_layernorm(h)
-        return h + self.down_proj(F.silu(self.gate_proj(normed)) * self.up_proj(normed))
+        out: torch.Tensor = h + self.down_proj(functional.silu(self.gate_proj(normed)) * self.up_proj(normed))
+        return out
 
     def expand_kv(self, x: torch.Tensor) -> torch.Tensor:
         groups = self.cfg.num_attention_heads // self.cfg.num_key_value_heads
@@ -252,6 +261,8 @@ class Eagle3Layer(nn.Module):
 
 class Eagle3Drafter(nn.Module):
     """EAGLE-3 drafter: fc over aux hidden states, one layer, final norm, reduced lm_head, d2t."""
+
+    d2t: torch.Tensor
 
     def __init__(self, cfg: Eagle3Config, embed_tokens: nn.Embedding | None = None) -> None:
         super().__init__()
@@ -262,8 +273,8 @@ class Eagle3Drafter(nn.Module):
         self.layer = Eagle3Layer(cfg)
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.draft_vocab_size, bias=False)
-        self.embed_tokens = embed_tokens if embed_tokens is not None else nn.Embedding(
-            cfg.target_vocab_size, cfg.hidden_size
+        self.embed_tokens = (
+            embed_tokens if embed_tokens is not None else nn.Embedding(cfg.target_vocab_size, cfg.hidden_size)
         )
         self.register_buffer("d2t", torch.zeros(cfg.draft_vocab_size, dtype=torch.long))
 
@@ -283,8 +294,7 @@ class Eagle3Drafter(nn.Module):
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         """target id = draft id + d2t[draft id] (vLLM and SGLang agree on the offset meaning)."""
-        d2t: torch.Tensor = self.d2t
-        return draft_ids + d2t[draft_ids]
+        return draft_ids + self.d2t[draft_ids]
 
     def step(
         self,
@@ -312,7 +322,7 @@ class Eagle3Drafter(nn.Module):
         mask = causal[None] & cache.valid[:, None, :]
         # A padded query sees at least itself, so softmax never meets an all-masked row.
         mask = mask | (key_index[None, None, :] == query_index[None, :, None])
-        attn = F.scaled_dot_product_attention(
+        attn = functional.scaled_dot_product_attention(
             q,
             self.layer.expand_kv(cache.keys),
             self.layer.expand_kv(cache.values),
@@ -453,7 +463,9 @@ def load_drafter(
     return drafter
 
 
-def checkpoint_state(drafter: Eagle3Drafter, *, t2d: torch.Tensor, include_embed: bool = False) -> dict[str, torch.Tensor]:
+def checkpoint_state(
+    drafter: Eagle3Drafter, *, t2d: torch.Tensor, include_embed: bool = False
+) -> dict[str, torch.Tensor]:
     """The drafter's tensors under vLLM-native names (`layers.0.*`, `fc`, `norm`, `lm_head`, d2t, t2d)."""
     state: dict[str, torch.Tensor] = {}
     for name, tensor in drafter.state_dict().items():

@@ -67,8 +67,8 @@ def load_target(spec: str, *, device: str, dtype: torch.dtype) -> Target:
         raise SpecprobeError("target declares auto_map (remote code); specprobe never runs code from a checkpoint")
     config = parse_model_config(raw)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(spec, trust_remote_code=False, local_files_only=local)
-        model = AutoModelForCausalLM.from_pretrained(
+        tokenizer: Any = AutoTokenizer.from_pretrained(spec, trust_remote_code=False, local_files_only=local)
+        model: Any = AutoModelForCausalLM.from_pretrained(
             spec,
             trust_remote_code=False,
             use_safetensors=True,
@@ -158,7 +158,9 @@ class TargetRunner:
         self.valid[:, start : start + keep.shape[1]] &= keep
 
 
-def _left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _left_pad(
+    prompts: Sequence[Sequence[int]], pad_id: int, device: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     valid = torch.zeros((len(prompts), width), dtype=torch.bool)
@@ -195,7 +197,12 @@ class SpeculativeResult:
 
 @torch.inference_mode()
 def greedy_generate(
-    target: Target, prompts: Sequence[Sequence[int]], max_new_tokens: int, *, device: str, progress: Progress | None = None
+    target: Target,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    *,
+    device: str,
+    progress: Progress | None = None,
 ) -> GreedyResult:
     """Target-only greedy decoding with a KV cache, batched (the baseline and the lossless reference)."""
     _sync(device)

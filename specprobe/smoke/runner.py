@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specprobe.findings import Finding, Report, Severity, SpecprobeError
+from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
 
 Progress = Any
@@ -64,9 +64,7 @@ def _progress_bar(total: int, enabled: bool, description: str) -> Any:
     return tqdm(total=total, desc=description, unit="tok", disable=not enabled, file=sys.stderr, leave=False)
 
 
-def measurement_findings(
-    extra: dict[str, Any], *, min_acceptance_length: float | None, label: str
-) -> list[Finding]:
+def measurement_findings(extra: dict[str, Any], *, min_acceptance_length: float | None, label: str) -> list[Finding]:
     """SMOKE-MEASURED, and the error findings a measured run can raise."""
     findings: list[Finding] = []
     length = extra.get("mean_acceptance_length")

@@ -112,11 +112,9 @@ def _check_url(url: str) -> str:
 
 def _http(url: str, payload: dict[str, Any] | None = None, *, timeout: float = REQUEST_TIMEOUT_S) -> bytes:
     data = None if payload is None else json.dumps(payload).encode()
-    request = urllib.request.Request(  # noqa: S310 - the scheme is checked to be http(s)
-        url, data=data, headers={"Content-Type": "application/json"} if data else {}
-    )
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             body: bytes = response.read()
             return body
     except urllib.error.HTTPError as exc:
@@ -171,16 +169,17 @@ def _request(base: str, options: ServerOptions, model: str, prompt: Prompt) -> t
         data = _json(base + "/v1/chat/completions", {**common, "messages": prompt.chat()})
     else:
         data = _json(base + "/v1/completions", {**common, "prompt": prompt.text})
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-    tokens = usage.get("completion_tokens")
+    usage = data.get("usage")
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
     if not isinstance(tokens, int):
         raise SpecprobeError(f"{base}: the response has no usage.completion_tokens")
     meta = data.get("meta_info")
-    if not isinstance(meta, dict):
-        choices = data.get("choices")
-        first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-        meta = first.get("meta_info") if isinstance(first.get("meta_info"), dict) else {}
-    return tokens, meta
+    if isinstance(meta, dict):
+        return tokens, meta
+    choices = data.get("choices")
+    first: dict[str, Any] = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    choice_meta = first.get("meta_info")
+    return tokens, choice_meta if isinstance(choice_meta, dict) else {}
 
 
 def run_server(options: ServerOptions) -> Report:
@@ -227,9 +226,7 @@ def run_server(options: ServerOptions) -> Report:
         positions = sorted(set(last.accepted_per_pos) | set(first.accepted_per_pos))
         if positions:
             k = max(positions) + 1
-        per_pos = tuple(
-            int(last.accepted_per_pos.get(i, 0.0) - first.accepted_per_pos.get(i, 0.0)) for i in range(k)
-        )
+        per_pos = tuple(int(last.accepted_per_pos.get(i, 0.0) - first.accepted_per_pos.get(i, 0.0)) for i in range(k))
         stats = AcceptanceStats(
             num_speculative_tokens=k,
             drafts=int(drafts_total),
@@ -286,9 +283,7 @@ def run_server(options: ServerOptions) -> Report:
     )
     report.extra.update(extra)
     if "mean_acceptance_length" in extra:
-        report.extend(
-            measurement_findings_for_server(report.extra, options.min_acceptance_length, engine or "server")
-        )
+        report.extend(measurement_findings_for_server(report.extra, options.min_acceptance_length, engine or "server"))
     if options.compare_reference:
         _compare_reference(options, report)
     if options.plot is not None and report.extra.get("per_position"):

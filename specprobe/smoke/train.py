@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
+from torch.nn import functional
 
 from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter, checkpoint_state
 
@@ -138,7 +138,7 @@ def train_tokenizer(text: str, vocab_size: int, out_dir: Path) -> Any:
     )
     chunks = text.split("\n\n")
     tokenizer.train_from_iterator(chunks, trainer=trainer)
-    fast = PreTrainedTokenizerFast(
+    fast: Any = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tokenizer, bos_token="<|endoftext|>", eos_token="<|endoftext|>", pad_token="<|endoftext|>"
     )
     fast.save_pretrained(str(out_dir))
@@ -197,7 +197,9 @@ def _batches(stream: torch.Tensor, batch: int, seq_len: int, generator: torch.Ge
 
 
 def _autocast(device: str, enabled: bool) -> Any:
-    return torch.autocast(device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16, enabled=enabled)
+    return torch.autocast(
+        device_type="cuda" if device.startswith("cuda") else "cpu", dtype=torch.bfloat16, enabled=enabled
+    )
 
 
 def train_target(plan: TrainPlan, stream: torch.Tensor, vocab_size: int, *, device: str, seed: int, log: Log) -> Any:
@@ -215,9 +217,9 @@ def train_target(plan: TrainPlan, stream: torch.Tensor, vocab_size: int, *, devi
         batch = _batches(stream, plan.target_batch, plan.seq_len + 1, generator).to(device)
         with _autocast(device, plan.mixed_precision):
             logits = model(input_ids=batch[:, :-1]).logits
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        loss = functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         if step % 100 == 0 or step == plan.target_steps - 1:
@@ -364,11 +366,13 @@ def train_drafter(
                 logits = drafter.logits(hidden).float()
                 labels = torch.full_like(ids, -100)
                 labels[:, : length - 1 - j] = target_to_draft[choice[:, 1 + j :]]
-                loss = loss + (0.8**j) * F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+                loss = loss + (0.8**j) * functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), labels.reshape(-1)
+                )
                 # Chained step j+1 at entry t is fed the target's choice for position t+j+2.
                 tokens = torch.cat([choice[:, 1 + j :], choice[:, -1:].expand(-1, 1 + j)], dim=1)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
         if step % 20 == 0 or step == plan.draft_steps - 1:
@@ -385,7 +389,11 @@ def save_drafter(drafter: Eagle3Drafter, t2d: torch.Tensor, out_dir: Path, *, d2
     state = checkpoint_state(drafter, t2d=t2d)
     if d2t is not None:
         state["d2t"] = d2t.to(torch.long).contiguous()
-    save_file({k: v.float() if v.is_floating_point() else v for k, v in state.items()}, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    save_file(
+        {k: v.float() if v.is_floating_point() else v for k, v in state.items()},
+        str(out_dir / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     (out_dir / "config.json").write_text(json.dumps(drafter.cfg.to_json_dict(), indent=2) + "\n", encoding="utf-8")
 
 
@@ -457,7 +465,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-mla", action="store_true")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    written = build_demo_models(args.out, device=args.device, seed=args.seed, plan=PLANS[args.plan], with_mla=args.with_mla)
+    written = build_demo_models(
+        args.out, device=args.device, seed=args.seed, plan=PLANS[args.plan], with_mla=args.with_mla
+    )
     _stderr_log(f"wrote {', '.join(str(p) for p in written.values())} in {time.perf_counter() - start:.0f}s")
     return 0
 

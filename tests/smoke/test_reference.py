@@ -25,8 +25,16 @@ def smoke(*args: str) -> tuple[int, dict]:
 def test_trained_drafter_reaches_the_issue_threshold_and_is_lossless(demo_models: dict[str, Path], tmp_path: Path):
     plot = tmp_path / "k3.png"
     code, report = smoke(
-        "--target", str(demo_models["target"]), "--draft", str(demo_models["draft"]), "-k", "3",
-        "--min-acceptance-length", "1.8", "--plot", str(plot),
+        "--target",
+        str(demo_models["target"]),
+        "--draft",
+        str(demo_models["draft"]),
+        "-k",
+        "3",
+        "--min-acceptance-length",
+        "1.8",
+        "--plot",
+        str(plot),
     )
     assert report["command"] == "smoke"
     assert report["subject"]["backend"] == "reference"
@@ -50,8 +58,15 @@ def test_trained_drafter_reaches_the_issue_threshold_and_is_lossless(demo_models
 
 def test_shuffled_d2t_collapses_acceptance_but_stays_lossless(demo_models: dict[str, Path]):
     code, report = smoke(
-        "--target", str(demo_models["target"]), "--draft", str(demo_models["draft-broken"]), "-k", "3",
-        "--min-acceptance-length", "1.8", "--force",
+        "--target",
+        str(demo_models["target"]),
+        "--draft",
+        str(demo_models["draft-broken"]),
+        "-k",
+        "3",
+        "--min-acceptance-length",
+        "1.8",
+        "--force",
     )
     assert report["mean_acceptance_length"] <= 1.2, report
     # Verification keeps the output the target's own, whatever the drafter proposes.
@@ -73,8 +88,13 @@ def test_static_check_errors_refuse_the_drafter_without_force(demo_models: dict[
 
 
 def test_mla_target_with_its_drafter(demo_models: dict[str, Path]):
-    code, report = smoke(
-        "--target", str(demo_models["target-mla"]), "--draft", str(demo_models["draft-mla"]), "-k", "2",
+    _, report = smoke(
+        "--target",
+        str(demo_models["target-mla"]),
+        "--draft",
+        str(demo_models["draft-mla"]),
+        "-k",
+        "2",
         "--force",
     )
     assert report["target_attention"] == "MLA"
