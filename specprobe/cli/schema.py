@@ -58,9 +58,7 @@ def _show(
     timeout: float,
     use_cache: bool,
 ) -> None:
-    from specprobe.schema.jsonschema_export import to_json_schema
     from specprobe.schema.live import resolve_schema
-    from specprobe.schema.render import render_field, render_markdown, render_text
 
     resolution = resolve_schema(engine, python=python, version=version, timeout_s=timeout, use_cache=use_cache)
     schema = resolution.schema
@@ -75,11 +73,18 @@ def _show(
         payload = schema.parameters[field].model_dump(mode="json") if field else schema.to_json_dict()
         text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     elif fmt == "jsonschema":
+        from specprobe.schema.jsonschema_export import to_json_schema
+
         document = to_json_schema(schema)
         text = json.dumps(document["properties"][field] if field else document, indent=2, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
+        from specprobe.schema.render import render_markdown
+
         text = render_markdown(schema)
     else:
+        # rich is imported only for the table output.
+        from specprobe.schema.render import render_field, render_text
+
         text = render_field(schema, field, color=color) if field else render_text(schema, color=color)
     write_output(text, output)
 
