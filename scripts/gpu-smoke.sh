@@ -45,6 +45,7 @@ for k in 1 3 5 broken; do
   rc=0
   "$python" -m specprobe smoke --target "$models/target" --draft "$models/$draft" --device "$device" \
     --num-speculative-tokens "$k" --max-prompts "$prompts" --max-new-tokens "$new_tokens" --no-progress \
+    --timing-repeats "${SPECPROBE_TIMING_REPEATS:-3}" \
     --format json --output "$results/$name.json" "${plot[@]}" 2>>"$log" || rc=$?
   if [ "$rc" -gt 1 ]; then
     echo "specprobe smoke K=$k failed with exit $rc" >&2

@@ -66,6 +66,9 @@ def smoke(  # noqa: PLR0917 - typer maps each parameter to an option
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Measure even when the static check reports errors.")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
+    timing_repeats: Annotated[
+        int, typer.Option("--timing-repeats", help="Time each loop N times and report the median (reference).")
+    ] = 1,
     fmt: FormatOption = None,
     output: OutputOption = None,
     strict: StrictOption = False,
@@ -89,6 +92,7 @@ def smoke(  # noqa: PLR0917 - typer maps each parameter to an option
             plot=plot,
             force=force,
             progress=not no_progress,
+            timing_repeats=timing_repeats,
         )
         emit(run_reference(options), fmt, output, strict=strict)
         return

@@ -6,6 +6,7 @@ The CLI only parses options into ``SmokeOptions`` and emits the returned report.
 from __future__ import annotations
 
 import math
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ class SmokeOptions:
     plot: Path | None = None
     force: bool = False
     progress: bool = True
+    timing_repeats: int = 1
 
 
 def static_check(draft: Path, target: str) -> Report | None:
@@ -47,6 +49,8 @@ def static_check(draft: Path, target: str) -> Report | None:
 def _validate(options: SmokeOptions) -> None:
     if not options.draft.is_dir():
         raise SpecprobeError(f"draft {str(options.draft)!r} is not a folder")
+    if options.timing_repeats < 1:
+        raise SpecprobeError("--timing-repeats must be at least 1")
     if options.num_speculative_tokens < 1:
         raise SpecprobeError("--num-speculative-tokens must be at least 1")
     if options.max_new_tokens < 2:
@@ -170,10 +174,19 @@ def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
     greedy_generate(target, encoded[:1], 4, device=options.device)
     speculative_generate(target, drafter, encoded[:1], 4, k, device=options.device)
     total = len(encoded) * n
-    with _progress_bar(total, options.progress, "target-only greedy") as bar:
-        baseline = greedy_generate(target, encoded, n, device=options.device, progress=bar.update)
-    with _progress_bar(total, options.progress, f"speculative K={k}") as bar:
-        spec = speculative_generate(target, drafter, encoded, n, k, device=options.device, progress=bar.update)
+    baseline_seconds: list[float] = []
+    spec_seconds: list[float] = []
+    # Timings repeat (median reported) because one short run on a GPU is dominated by launch jitter;
+    # the tokens are the same every time (greedy), so the last run's are kept.
+    for _ in range(max(1, options.timing_repeats)):
+        with _progress_bar(total, options.progress, "target-only greedy") as bar:
+            baseline = greedy_generate(target, encoded, n, device=options.device, progress=bar.update)
+        with _progress_bar(total, options.progress, f"speculative K={k}") as bar:
+            spec = speculative_generate(target, drafter, encoded, n, k, device=options.device, progress=bar.update)
+        baseline_seconds.append(baseline.seconds)
+        spec_seconds.append(spec.seconds)
+    baseline.seconds = statistics.median(baseline_seconds)
+    spec.seconds = statistics.median(spec_seconds)
     stats = from_counts(k, spec.drafts, spec.accepted, spec.accepted_per_pos)
     equal = [a == b for a, b in zip(spec.tokens, baseline.tokens, strict=True)]
     tokens = sum(len(t) for t in spec.tokens)
@@ -193,6 +206,10 @@ def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
             "seconds_speculative": round(spec.seconds, 4),
             "seconds_target_only": round(baseline.seconds, 4),
             "seconds_per_1k_tokens": finite(1000.0 * spec.seconds / tokens) if tokens else None,
+            "timing_repeats": len(spec_seconds),
+            "per_prompt_mean_acceptance_length": finite(
+                statistics.fmean(stats.per_prompt_acceptance_length) if stats.per_prompt_acceptance_length else math.nan
+            ),
             "prompts": len(encoded),
             "max_new_tokens": n,
             "device": str(torch.cuda.get_device_name(0)) if options.device.startswith("cuda") else "cpu",

@@ -69,7 +69,10 @@ class AcceptanceStats:
 
     @property
     def ci95(self) -> list[float]:
-        """95% interval of the mean acceptance length over prompts (empty when not per prompt)."""
+        """95% interval over prompts of the per-prompt mean acceptance length (empty when not per prompt).
+
+        It brackets the mean of per-prompt figures; the pooled figure weights prompts by their drafts.
+        """
         if not self.per_prompt_acceptance_length:
             return []
         _, low, high = mean_ci95(self.per_prompt_acceptance_length)

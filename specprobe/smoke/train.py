@@ -89,7 +89,7 @@ GPU = TrainPlan(
     seq_len=512,
     target_lr=6e-4,
     draft_vocab_size=4096,
-    draft_steps=800,
+    draft_steps=2000,
     draft_batch=32,
     draft_lr=1e-3,
     ttt_steps=4,
@@ -375,7 +375,7 @@ def train_drafter(
         loss.backward()  # type: ignore[no-untyped-call]
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
-        if step % 20 == 0 or step == plan.draft_steps - 1:
+        if step % 100 == 0 or step == plan.draft_steps - 1:
             log(f"draft step {step}: loss {loss.item():.3f} ({time.perf_counter() - start:.0f}s)")
     drafter.eval()
     return drafter, t2d
