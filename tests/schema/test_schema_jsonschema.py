@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from jsonschema import Draft202012Validator
@@ -34,10 +35,38 @@ INVALID_0_33 = [
     ({"method": "eagle3", "num_speculative_tokens": 0}, "0"),
     ({"method": "ngram", "prompt_lookup_max": 0}, "0"),
     ({"speculative_model": "x"}, "speculative_model"),
-    ({"method": "eagle3", "draft_tensor_parallel_size": "1"}, "'1'"),
+    ({"method": "eagle3", "draft_tensor_parallel_size": 0}, "0"),
     ({"method": "eagle3", "num_speculative_tokens_per_batch_size": [[1, 8]]}, "[1, 8]"),
-    ({"method": "eagle3", "target_model_config": {}}, "target_model_config"),
 ]
+# Engine-set fields are refused by the exported schema (vLLM overwrites them; users cannot set them).
+INTERNAL_0_33 = [({"method": "eagle3", "target_model_config": {}}, "target_model_config")]
+
+# Run inside vLLM's interpreter: does vLLM's own pydantic validation of each field accept the value?
+VLLM_ACCEPTS = r"""
+import dataclasses, json, sys, typing
+from pydantic import TypeAdapter, ValidationError
+from vllm.config import SpeculativeConfig
+hints = typing.get_type_hints(SpeculativeConfig, include_extras=True)
+fields = {f.name: f for f in dataclasses.fields(SpeculativeConfig)}
+verdicts = []
+for config in json.loads(sys.stdin.read()):
+    ok = True
+    for key, value in config.items():
+        if key not in fields:
+            ok = False
+            break
+        annotation = hints[key]
+        metadata = list(getattr(fields[key].default, "metadata", None) or [])
+        if metadata:
+            annotation = typing.Annotated[(annotation, *metadata)]
+        try:
+            TypeAdapter(annotation).validate_json(json.dumps(value))
+        except ValidationError:
+            ok = False
+            break
+    verdicts.append(ok)
+print("VERDICTS" + json.dumps(verdicts))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +83,7 @@ def test_real_configs_pass(validator_0_33, config):
     assert list(validator_0_33.iter_errors(config)) == []
 
 
-@pytest.mark.parametrize(("config", "mentioned"), INVALID_0_33)
+@pytest.mark.parametrize(("config", "mentioned"), INVALID_0_33 + INTERNAL_0_33)
 def test_wrong_configs_fail(validator_0_33, config, mentioned):
     errors = list(validator_0_33.iter_errors(config))
     assert errors
@@ -90,3 +119,16 @@ def test_sglang_jsonschema_keys_are_argument_names():
     assert list(validator.iter_errors(good)) == []
     assert not validator.is_valid({"speculative_attention_mode": "sideways"})
     assert not validator.is_valid({"speculative_num_steps": "three"})
+
+
+@pytest.mark.engine
+def test_vllm_itself_agrees_with_the_exported_schema(vllm_python):
+    """The same configs through vLLM 0.33.0's own field validation: accepted and refused alike."""
+    configs = VALID_0_33 + [config for config, _ in INVALID_0_33]
+    completed = subprocess.run(
+        [str(vllm_python), "-c", VLLM_ACCEPTS], input=json.dumps(configs), capture_output=True, text=True,
+        timeout=300, check=True, env={"PATH": "/usr/bin:/bin", "VLLM_TARGET_DEVICE": "cpu"},
+    )
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("VERDICTS"))
+    verdicts = json.loads(line[len("VERDICTS"):])
+    assert verdicts == [True] * len(VALID_0_33) + [False] * len(INVALID_0_33)
