@@ -168,7 +168,10 @@ def _record(
     data = load_smoke_json(smoke_result)
     subject = data["subject"]
     target_info = classify_target(target or str(subject["target"]))
-    draft_info = classify_draft(draft or str(subject["draft"]))
+    draft_spec = draft or subject.get("draft")
+    if not draft_spec:
+        raise SpecprobeError(f"{smoke_result.name} names no drafter folder: pass --draft")
+    draft_info = classify_draft(str(draft_spec))
     entry = record_entry(data, smoke_name=smoke_result.name, target=target_info, draft=draft_info, entry_id=entry_id)
     if output is None:
         write_output(matrix_document([entry], "Measured pairings recorded with `specprobe matrix record`."), None)

@@ -39,8 +39,8 @@ def load_smoke_json(path: Path) -> dict[str, Any]:
         command = data.get("command")
         raise SpecprobeError(f"{path.name} is the result of `specprobe {command}`, not of `specprobe smoke`")
     subject = data.get("subject")
-    if not isinstance(subject, dict) or not subject.get("target") or not subject.get("draft"):
-        raise SpecprobeError(f"{path.name} has no subject with target and draft")
+    if not isinstance(subject, dict) or not subject.get("target"):
+        raise SpecprobeError(f"{path.name} has no subject with a target")
     rate: Any = data.get("acceptance_rate")
     length: Any = data.get("mean_acceptance_length")
     if not _number(rate) and not _number(length):
@@ -99,6 +99,7 @@ def record_entry(
     """The matrix entry for one smoke result, validated against the matrix schema."""
     subject = data["subject"]
     engine, versions, engine_label = _engine_facets(subject)
+    draft_name = subject.get("draft") or draft.label
     status, severity = classify_measurement(data)
     method = subject.get("method") or data.get("method")
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -120,7 +121,7 @@ def record_entry(
         note_parts.append(f"95% CI [{float(ci95[0]):.3f}, {float(ci95[1]):.3f}]")
     note_parts.append(engine_label)
     entry: dict[str, Any] = {
-        "id": entry_id or f"measured-{engine}-{_slug(str(subject['target']))}-{_slug(str(subject['draft']))}",
+        "id": entry_id or f"measured-{engine}-{_slug(str(subject['target']))}-{_slug(str(draft_name))}",
         "kind": EntryKind.MEASURED.value,
         "engine": engine,
         "versions": versions,
@@ -143,7 +144,7 @@ def record_entry(
             "status": status.value,
             "severity": severity.value,
             "summary": f"Measured by specprobe smoke on {engine_label}: {subject['target']} with drafter "
-            f"{subject['draft']}: " + ", ".join(f for f in figures if f) + ".",
+            f"{draft_name}: " + ", ".join(f for f in figures if f) + ".",
             "evidence": [f"smoke-run:{_slug(smoke_name)}@sha256:{digest}"],
             "acceptance": Acceptance(
                 acceptance_rate=float(data["acceptance_rate"]) if _number(data.get("acceptance_rate")) else None,

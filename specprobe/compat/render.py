@@ -108,6 +108,8 @@ def render_markdown(entries: Sequence[Entry], snapshots: SnapshotSource | None =
         "`specprobe matrix --format markdown --output COMPATIBILITY.md`; do not edit by hand.",
         "",
         "Check one pairing: `specprobe matrix --engine vllm==0.16.0 --method eagle3 --target TARGET --draft DRAFT`.",
+        "Add a measured pairing:",
+        "`specprobe matrix record SMOKE.json --output specprobe/data/compat_matrix/measured.yaml`.",
         "",
         "| status | meaning |",
         "| --- | --- |",

@@ -188,3 +188,21 @@ def test_matrix_does_not_import_heavy_libraries():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert "HEAVY []" in result.stdout, result.stdout + result.stderr
+
+
+def test_record_server_run_without_a_draft_needs_draft(tmp_path: Path):
+    data = json.loads((SMOKE / "field-report-vllm.json").read_text())
+    data["subject"] = {
+        "target": str(TARGETS / "kimi-k2.5"),
+        "draft": None,
+        "backend": "server",
+        "engine": "vllm==0.16.0",
+    }
+    path = tmp_path / "server.json"
+    path.write_text(json.dumps(data))
+    missing = runner.invoke(app, ["matrix", "record", str(path)])
+    assert missing.exit_code == 2 and "pass --draft" in missing.stderr
+    given = runner.invoke(app, ["matrix", "record", str(path), "--draft", str(DRAFTERS / "specforge-kimi-k2.5-eagle3")])
+    assert given.exit_code == 0, given.output
+    entry = yaml.safe_load(given.stdout)["entries"][0]
+    assert entry["versions"] == "==0.16.0" and entry["status"] == "degraded"

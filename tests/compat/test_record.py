@@ -90,6 +90,7 @@ def test_measurement_thresholds(changes, expected):
     [
         (lambda d: d.update(command="check"), "not of `specprobe smoke`"),
         (lambda d: d.pop("subject"), "no subject"),
+        (lambda d: d["subject"].pop("target"), "no subject with a target"),
         (lambda d: (d.pop("acceptance_rate"), d.pop("mean_acceptance_length")), "neither acceptance_rate"),
         (lambda d: d.update(acceptance_rate=1.7), "not within [0, 1]"),
         (lambda d: d.update(mean_acceptance_length=0.5), "below 1"),
