@@ -138,7 +138,17 @@ def record_entry(
     entry["draft"] = draft_facet
     if not target.model_types:
         raise SpecprobeError(f"target {target.label!r} has no model_type in its config.json")
-    entry["target"] = {"model_types": [target.model_types[0]], "attention": [target.attention.value]}
+    target_facet: dict[str, Any] = {"model_types": [target.model_types[0]], "attention": [target.attention.value]}
+    # A model_type names a family, not a model: the measurement holds for targets of the same shape.
+    shape = {
+        "hidden_size": target.config.hidden_size,
+        "num_hidden_layers": target.config.num_hidden_layers,
+        "vocab_size": target.config.vocab_size,
+    }
+    fingerprint = {key: [f"=={value}"] for key, value in shape.items() if value is not None}
+    if fingerprint:
+        target_facet["config"] = fingerprint
+    entry["target"] = target_facet
     entry.update(
         {
             "status": status.value,

@@ -41,6 +41,11 @@ def test_field_report_run_becomes_a_degraded_entry():
     assert "2813 drafts" in (entry.acceptance.note or "")
     assert entry.evidence[0].startswith("smoke-run:field-report-vllm.json@sha256:")
     assert entry.target_model_types == ("deepseek_v3",)
+    assert dict(entry.target_config) == {
+        "hidden_size": ("==7168",),
+        "num_hidden_layers": ("==61",),
+        "vocab_size": ("==163840",),
+    }
     assert entry.draft_architectures == ("LlamaForCausalLMEagle3",)
     assert validation_errors({"entries": [entry.to_dict()]}) == []
 
@@ -55,11 +60,19 @@ def test_recorded_entry_matches_its_pairing_and_not_others():
     )
     other_version = build_pairing(engine="vllm==0.18.0", method="eagle3", target=target("kimi-k2.5"))
     other_target = build_pairing(engine="vllm==0.16.0", method="eagle3", target=target("qwen3-8b"))
+    # same family (deepseek_v3 text model, MLA) but another shape: the measurement does not carry over
+    other_size = build_pairing(
+        engine="vllm==0.16.0",
+        method="eagle3",
+        target=target("deepseek-v3"),
+        draft=drafter("specforge-kimi-k2.5-eagle3"),
+    )
     store = StoreSnapshots()
     verdict = evaluate_entry(entry, same, store)
     assert verdict.match is Match.APPLIES and verdict.fails
     assert evaluate_entry(entry, other_version, store).match is Match.NO
     assert evaluate_entry(entry, other_target, store).match is Match.NO
+    assert evaluate_entry(entry, other_size, store).match is Match.NO
 
 
 def test_reference_backend_run_is_engine_free_and_works():
