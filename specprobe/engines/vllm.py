@@ -69,6 +69,10 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
         )
     methods = [str(method) for method in reply.get("methods") or []]
     gate = reply.get("eagle3_target_supported")
+    provenance = dict(reply.get("provenance") or {})
+    if reply.get("eagle3_target_gate"):
+        # Which SpeculativeConfig variable held the list and which methods it gates.
+        provenance["eagle3_target_gate"] = reply["eagle3_target_gate"]
     return EngineSchema(
         engine="vllm",
         version=str(reply.get("version")),
@@ -79,6 +83,6 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
         draft_architectures=[str(arch) for arch in reply.get("draft_architectures") or []],
         eagle3_target_supported=[str(item) for item in gate] if isinstance(gate, list) else None,
         cli_flags=[CliFlag.model_validate(flag) for flag in reply.get("cli_flags") or []],
-        provenance=dict(reply.get("provenance") or {}),
+        provenance=provenance,
         problems=[str(problem) for problem in reply.get("problems") or []],
     )

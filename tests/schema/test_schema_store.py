@@ -86,3 +86,23 @@ def test_nearest_version_is_the_newest_not_newer():
     assert nearest_version("vllm", "99.0") == known_versions("vllm")[-1]
     assert nearest_version("vllm", "0.1.0") is None
     assert nearest_version("vllm", "not-a-version") is None
+
+
+def test_eagle3_target_gate_follows_the_releases():
+    # 0.16 (the field report's version) gates EAGLE-3 targets by model_type and leaves out kimi_k2;
+    # 0.18 renamed the list (aux_hidden_states_supported), added the MLA families and also gates
+    # extract_hidden_states; later releases gate by the target class instead and carry no list.
+    old = load_snapshot("vllm", "0.16.0")
+    assert old is not None and old.eagle3_target_supported is not None
+    assert "llama" in old.eagle3_target_supported and "kimi_k2" not in old.eagle3_target_supported
+    assert old.provenance["eagle3_target_gate"] == {"variable": "eagle3_target_supported", "methods": ["eagle3"]}
+    newer = load_snapshot("vllm", "0.18.0")
+    assert newer is not None and newer.eagle3_target_supported is not None
+    assert {"kimi_k2", "deepseek_v3"} <= set(newer.eagle3_target_supported)
+    assert newer.provenance["eagle3_target_gate"] == {
+        "variable": "aux_hidden_states_supported",
+        "methods": ["eagle3", "extract_hidden_states"],
+    }
+    for version in ("0.28.0", "0.33.0", "0.34.0"):
+        schema = load_snapshot("vllm", version)
+        assert schema is not None and schema.eagle3_target_supported is None, version

@@ -119,13 +119,37 @@ def extract_methods(cls: type, problems: list[str]) -> list[str]:
         return []
 
 
-def extract_eagle3_gate(cls: type, problems: list[str]) -> list[str] | None:
-    """The ``eagle3_target_supported`` list some releases keep inside SpeculativeConfig, or None."""
+# The list vLLM checks a target's model_type against before accepting EAGLE-3: named
+# eagle3_target_supported up to 0.16, aux_hidden_states_supported later (it then also gates
+# extract_hidden_states); releases after that gate by the target class (SupportsEagle3) instead.
+GATE_NAMES = ("eagle3_target_supported", "aux_hidden_states_supported")
+
+
+def gated_methods(tree: ast.AST, variable: str) -> list[str]:
+    """Method names compared with ``self.method`` in the ``if`` that consults ``variable``."""
+    methods: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        if not any(isinstance(inner, ast.Name) and inner.id == variable for inner in ast.walk(node.test)):
+            continue
+        for compare in ast.walk(node.test):
+            if not (isinstance(compare, ast.Compare) and getattr(compare.left, "attr", None) == "method"):
+                continue
+            for constant in ast.walk(compare):
+                if isinstance(constant, ast.Constant) and isinstance(constant.value, str):
+                    methods.append(constant.value)
+    return list(dict.fromkeys(methods))
+
+
+def extract_eagle3_gate(cls: type, problems: list[str]) -> tuple[list[str] | None, dict[str, Any] | None]:
+    """The model_type list some releases gate EAGLE-3 targets with, and where it was found; (None, None)
+    for releases without one."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except Exception as exc:
-        problems.append(f"eagle3_target_supported: {type(exc).__name__}: {exc}")
-        return None
+        problems.append(f"eagle3 target gate: {type(exc).__name__}: {exc}")
+        return None, None
     for node in ast.walk(tree):
         targets = []
         if isinstance(node, ast.Assign):
@@ -134,13 +158,14 @@ def extract_eagle3_gate(cls: type, problems: list[str]) -> list[str] | None:
             targets = [node.target]
         for target in targets:
             name = target.id if isinstance(target, ast.Name) else getattr(target, "attr", None)
-            if name == "eagle3_target_supported":
+            if name in GATE_NAMES:
                 try:
-                    return [str(item) for item in ast.literal_eval(node.value)]
+                    values = [str(item) for item in ast.literal_eval(node.value)]
                 except ValueError:
-                    problems.append("eagle3_target_supported is not a literal list")
-                    return None
-    return None
+                    problems.append(f"{name} is not a literal list")
+                    return None, None
+                return values, {"variable": name, "methods": gated_methods(tree, name)}
+    return None, None
 
 
 def extract_draft_architectures(problems: list[str]) -> list[str]:
@@ -256,7 +281,7 @@ def main() -> None:
         imported = time.monotonic()
         fields = extract_fields(SpeculativeConfig, problems)
         methods = extract_methods(SpeculativeConfig, problems)
-        gate = extract_eagle3_gate(SpeculativeConfig, problems)
+        gate, gate_source = extract_eagle3_gate(SpeculativeConfig, problems)
         draft_architectures = extract_draft_architectures(problems)
         cli_flags, dotted = extract_cli(problems)
         shortcuts = shortcut_flags(problems)
@@ -273,6 +298,7 @@ def main() -> None:
             "fields": fields,
             "methods": methods,
             "eagle3_target_supported": gate,
+            "eagle3_target_gate": gate_source,
             "draft_architectures": draft_architectures,
             "cli_flags": cli_flags,
             "dotted_speculative_config": dotted,
