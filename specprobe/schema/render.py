@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from typing import Any
 
 from rich.console import Console
@@ -58,7 +59,20 @@ def headline(schema: EngineSchema) -> str:
 
 
 def _console(buffer: io.StringIO, color: bool) -> Console:
-    return Console(file=buffer, width=140, force_terminal=color, no_color=not color, highlight=False, soft_wrap=False)
+    # A terminal gets its own width; files and pipes a fixed one, so that output is reproducible.
+    width = shutil.get_terminal_size((140, 24)).columns if color else 140
+    return Console(file=buffer, width=width, force_terminal=color, no_color=not color, highlight=False, soft_wrap=False)
+
+
+def provenance_text(schema: EngineSchema) -> str:
+    """Where a schema came from, in one line."""
+    facts = schema.provenance
+    parts = [f"extracted {str(facts.get('extracted_at', '?'))[:10]}"]
+    if facts.get("python"):
+        parts.append(f"Python {facts['python']}")
+    if facts.get("installed_by"):
+        parts.append(str(facts["installed_by"]))
+    return "; ".join(parts)
 
 
 def render_text(schema: EngineSchema, *, color: bool = False) -> str:
@@ -66,6 +80,7 @@ def render_text(schema: EngineSchema, *, color: bool = False) -> str:
     buffer = io.StringIO()
     console = _console(buffer, color)
     console.print(f"[bold]{escape(headline(schema))}[/bold]")
+    console.print(f"[dim]{escape(provenance_text(schema))}[/dim]")
     methods = Table(title="Speculative methods by family", title_justify="left", show_lines=False)
     methods.add_column("family", style="cyan", no_wrap=True)
     methods.add_column("methods (declaration order)")
@@ -135,7 +150,8 @@ def _md_cell(text: str) -> str:
 
 
 def render_markdown(schema: EngineSchema) -> str:
-    lines = [f"# {headline(schema)}", "", "## Speculative methods", "", "| family | methods |", "|---|---|"]
+    lines = [f"# {headline(schema)}", "", provenance_text(schema), "", "## Speculative methods", ""]
+    lines += ["| family | methods |", "|---|---|"]
     lines += [f"| {family} | {_md_cell(', '.join(members))} |" for family, members in schema.method_families.items()]
     lines += ["", "## Parameters", "", "| parameter | type | default | constraint | description |"]
     lines.append("|---|---|---|---|---|")
