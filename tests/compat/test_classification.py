@@ -35,6 +35,7 @@ EXPECTED = {
     "gpt-oss-20b": (A.SLIDING_WINDOW, {A.SLIDING_WINDOW, A.GQA}, ("gpt_oss",)),
     "falcon-7b": (A.MQA, {A.MQA}, ("falcon",)),
     "gemma-2b": (A.MQA, {A.MQA}, ("gemma",)),
+    "demo-tiny-llama": (A.GQA, {A.GQA}, ("llama",)),
 }
 
 

@@ -147,3 +147,22 @@ def test_record_does_not_alter_its_input():
     before = copy.deepcopy(data)
     record_entry(data, smoke_name="x.json", target=target("kimi-k2.5"), draft=drafter("specforge-kimi-k2.5-eagle3"))
     assert data == before
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "severity"),
+    [
+        ("demo-reference-good.json", Status.WORKS, Severity.INFO),
+        ("demo-reference-shuffled-d2t.json", Status.DEGRADED, Severity.ERROR),
+    ],
+)
+def test_real_reference_runs(name, status, severity):
+    """Results written by `specprobe smoke` for the demo models: a trained drafter, and one with d2t shuffled."""
+    data = load_smoke_json(SMOKE / name)
+    entry = record_entry(data, smoke_name=name, target=target("demo-tiny-llama"), draft=drafter("demo-tiny-eagle3"))
+    assert (entry.status, entry.severity) == (status, severity)
+    assert entry.engine == "any" and dict(entry.target_config)["hidden_size"] == ("==64",)
+    assert entry.acceptance is not None
+    assert entry.acceptance.mean_acceptance_length == pytest.approx(data["mean_acceptance_length"])
+    assert f"{data['drafts']} drafts" in (entry.acceptance.note or "")
+    assert validation_errors({"entries": [entry.to_dict()]}) == []
