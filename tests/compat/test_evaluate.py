@@ -454,3 +454,16 @@ def test_qwen3_moe_passes_the_gate_but_lacked_aux_states(entries, snapshot_dir: 
         FolderSnapshots(snapshot_dir),
     )
     assert gate.match is Match.NO  # 'qwen' is a substring of qwen3_moe
+
+
+def test_shipped_0_18_snapshot_admits_deepseek_style_targets(entries):
+    """vLLM 0.18 widened the gate (as aux_hidden_states_supported): DeepSeek/Kimi pass, Gemma-3 still does not."""
+    store = StoreSnapshots()
+    facts = store.facts("vllm", Version("0.18.0"))
+    assert facts is not None and facts.eagle3_target_supported is not None
+    e = entries["vllm-eagle3-target-allowlist"]
+    assert evaluate_entry(e, pair("vllm==0.18.0", "eagle3", "kimi-k2.5"), store).match is Match.NO
+    assert evaluate_entry(e, pair("vllm==0.18.0", "eagle3", "gemma-3-4b-it"), store).match is Match.APPLIES
+    verdicts = evaluate(entries.values(), pair("vllm==0.18.0", "eagle3", "kimi-k2.5", "eagle3-deepseek-mla"), store)
+    assert not any(v.fails for v in verdicts)
+    assert any(v.entry.id == "vllm-eagle3-mla-draft-mla-target" and v.match is Match.APPLIES for v in verdicts)
