@@ -208,6 +208,27 @@ def _evaluate_allowlist(entry: Entry, pairing: Pairing, snapshots: SnapshotSourc
     )
 
 
+def method_presence(
+    snapshots: SnapshotSource, engine: str, version: Version, method: str
+) -> tuple[bool, tuple[Version, ...]] | None:
+    """Whether ``version`` offers ``method``: its own snapshot says, or the snapshots just below and
+    above it agree (a method present, or absent, on both sides holds in between)."""
+    exact = snapshots.facts(engine, version)
+    if exact is not None and exact.methods is not None:
+        return method in exact.methods, (version,)
+    known = snapshots.versions(engine)
+    lower = [v for v in known if v < version]
+    upper = [v for v in known if v > version]
+    if not lower or not upper:
+        return None
+    below, above = snapshots.facts(engine, lower[-1]), snapshots.facts(engine, upper[0])
+    if below is None or above is None or below.methods is None or above.methods is None:
+        return None
+    if (method in below.methods) != (method in above.methods):
+        return None
+    return method in below.methods, (lower[-1], upper[0])
+
+
 def _evaluate_method_availability(entry: Entry, pairing: Pairing, snapshots: SnapshotSource) -> Verdict:
     """A method an engine version does not offer. The snapshot's method list decides when there is
     one for the version; the entry's version range is the fallback."""
@@ -216,18 +237,18 @@ def _evaluate_method_availability(entry: Entry, pairing: Pairing, snapshots: Sna
     if pairing.engine is not None and pairing.engine != entry.engine:
         return Verdict(entry, Match.NO, "engine differs")
     if pairing.engine is not None and pairing.version is not None and pairing.method is not None:
-        resolved = resolve_facts(snapshots, pairing.engine, pairing.version, "methods")
-        if resolved is not None and resolved.facts.methods is not None:
-            offered = resolved.facts.methods
-            versions = " and ".join(str(v) for v in resolved.from_versions)
-            if pairing.method in offered:
-                offers = f"{entry.engine} {pairing.version} offers {pairing.method!r} (snapshot {versions})"
+        presence = method_presence(snapshots, pairing.engine, pairing.version, pairing.method)
+        if presence is not None:
+            offered, versions = presence
+            where = " and ".join(str(v) for v in versions)
+            if offered:
+                offers = f"{entry.engine} {pairing.version} offers {pairing.method!r} (snapshot {where})"
                 return Verdict(entry, Match.NO, offers)
             return Verdict(
                 entry,
                 Match.APPLIES,
                 f"{entry.status.value}: {entry.engine} {pairing.version} has no method {pairing.method!r} "
-                f"(snapshot {versions} lists: {', '.join(offered)}). {entry.summary}",
+                f"(snapshot {where}). {entry.summary}",
             )
     match, missing = facet_matches(entry, pairing)
     return Verdict(entry, match, _message(entry, match, missing), tuple(missing))

@@ -467,3 +467,17 @@ def test_shipped_0_18_snapshot_admits_deepseek_style_targets(entries):
     verdicts = evaluate(entries.values(), pair("vllm==0.18.0", "eagle3", "kimi-k2.5", "eagle3-deepseek-mla"), store)
     assert not any(v.fails for v in verdicts)
     assert any(v.entry.id == "vllm-eagle3-mla-draft-mla-target" and v.match is Match.APPLIES for v in verdicts)
+
+
+def test_method_presence_between_snapshots(entries):
+    """Between two snapshots that agree on a method, their answer holds (shipped 0.18/0.28 and 0.33/0.34)."""
+    e = entries["vllm-medusa-mlp-speculator-removed"]
+    store = StoreSnapshots()
+    known = store.versions("vllm")
+    assert {Version("0.18.0"), Version("0.28.0"), Version("0.33.0"), Version("0.34.0")} <= set(known)
+    kept = evaluate_entry(e, pair("vllm==0.20.0", "medusa"), store)
+    assert kept.match is Match.NO and "snapshot 0.18.0 and 0.28.0" in kept.message
+    gone = evaluate_entry(e, pair("vllm==0.33.5", "mlp_speculator"), store)
+    assert gone.match is Match.APPLIES and "snapshot 0.33.0 and 0.34.0" in gone.message
+    # 0.28 has it and 0.33 has not: in between only the entry's range speaks (>=0.33)
+    assert evaluate_entry(e, pair("vllm==0.30.0", "medusa"), store).match is Match.NO
