@@ -1,8 +1,9 @@
 """Matching matrix entries against a pairing: which known verdicts apply, which might, and why.
 
 Every facet an entry constrains (engine, version range, method, drafter format/architecture,
-target attention/model_type, serving features) is compared with what is known of the pairing. A
-facet the pairing leaves unknown makes the entry POSSIBLE, never silently APPLIES or NO.
+target attention/model_type/config.json conditions, serving features) is compared with what is known
+of the pairing. A facet the pairing leaves unknown makes the entry POSSIBLE, never silently APPLIES
+or NO. Allowlist and method-availability entries read the engine's schema snapshots instead.
 """
 
 from __future__ import annotations
