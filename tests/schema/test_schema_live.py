@@ -128,3 +128,20 @@ def test_cached_answer_is_fast(engine, request):
     assert resolution.cached
     assert resolution.schema.source == "live"
     assert elapsed <= 0.3, elapsed
+
+
+def test_current_interpreter_is_used_when_the_engine_imports_there(vllm_live, vllm_python, session_cache):
+    """Without --python or SPECPROBE_VLLM_PYTHON, specprobe running inside vLLM's own interpreter probes it."""
+    repo = Path(__file__).resolve().parents[2]
+    code = (
+        f"import sys; sys.path.insert(0, {str(repo)!r}); "
+        "from specprobe.schema.live import resolve_schema; r = resolve_schema('vllm'); "
+        "print('RESOLVED' + r.schema.source + ' ' + r.schema.version + ' ' + str(r.cached))"
+    )
+    env = {"PATH": "/usr/bin:/bin", "SPECPROBE_CACHE_DIR": str(session_cache), "HOME": str(Path.home())}
+    completed = subprocess.run(
+        [str(vllm_python), "-c", code], capture_output=True, text=True, timeout=300, check=True, env=env
+    )
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESOLVED"))
+    # Served from the session's cache, which the uncached live extraction of the same interpreter filled.
+    assert line == "RESOLVEDlive 0.33.0 True"
