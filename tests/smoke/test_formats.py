@@ -125,3 +125,21 @@ def test_pickled_weights_are_never_loaded(demo_models: dict[str, Path], tmp_path
     (pickled / "pytorch_model.bin").write_bytes(b"\x80\x04cos\nsystem\n(S'false'\ntR.")
     with pytest.raises(DrafterFormatError, match="never loaded"):
         safetensors_files(pickled)
+
+
+def test_chat_template_is_applied_when_the_tokenizer_has_one(demo_models: dict[str, Path]):
+    from transformers import AutoTokenizer
+
+    from specprobe.smoke.prompts import Prompt, encode_prompts
+
+    tokenizer = AutoTokenizer.from_pretrained(str(demo_models["target"]))
+    prompt = Prompt("p", (("system", "be brief"), ("user", "def f():")))
+    plain = encode_prompts(tokenizer, [prompt])[0]
+    assert plain == tokenizer("be brief\n\ndef f():")["input_ids"]
+    tokenizer.chat_template = (
+        "{% for m in messages %}[{{ m.role }}]{{ m.content }}\n{% endfor %}"
+        "{% if add_generation_prompt %}[assistant]{% endif %}"
+    )
+    templated = encode_prompts(tokenizer, [prompt])[0]
+    rendered = "[system]be brief\n[user]def f():\n[assistant]"
+    assert templated == tokenizer(rendered, add_special_tokens=False)["input_ids"]

@@ -30,7 +30,7 @@ ARGS = ["--max-prompts", "4", "--max-new-tokens", "24", "--no-progress", "--form
 class FakeVllm:
     """Counters named and labelled as vLLM exports them, advanced by real speculative decoding."""
 
-    def __init__(self, target_dir: Path, draft_dir: Path, *, speculating: bool = True) -> None:
+    def __init__(self, target_dir: Path, draft_dir: Path, *, speculating: bool = True, sglang: bool = False) -> None:
         import torch
         from prometheus_client import CollectorRegistry, Counter
 
@@ -39,6 +39,8 @@ class FakeVllm:
         self.target = load_target(str(target_dir), device="cpu", dtype=torch.float32)
         self.drafter = load_reference_drafter(draft_dir, self.target, device="cpu", dtype=torch.float32)
         self.speculating = speculating
+        # SGLang's wire format instead: no vLLM counters, per-request meta_info.spec_verify_ct.
+        self.sglang = sglang
         self.registry = CollectorRegistry()
         labels = ["model_name", "engine"]
         self.drafts = Counter("vllm:spec_decode_num_drafts", "drafts", labels, registry=self.registry)
@@ -62,7 +64,7 @@ class FakeVllm:
         with self.lock:
             self.requests += 1
             result = speculative_generate(self.target, self.drafter, [ids], n, K, device="cpu")
-            if self.speculating:
+            if self.speculating and not self.sglang:
                 labels = {"model_name": "tiny", "engine": "0"}
                 self.drafts.labels(**labels).inc(result.drafts[0])
                 self.draft_tokens.labels(**labels).inc(result.drafts[0] * K)
@@ -70,7 +72,13 @@ class FakeVllm:
                 for position, count in enumerate(result.accepted_per_pos[0]):
                     self.per_pos.labels(**labels, position=str(position)).inc(count)
         text = self.target.tokenizer.decode(result.tokens[0])
-        return {"choices": [{"index": 0, "text": text}], "usage": {"completion_tokens": len(result.tokens[0])}}
+        response: dict[str, Any] = {
+            "choices": [{"index": 0, "text": text}],
+            "usage": {"completion_tokens": len(result.tokens[0])},
+        }
+        if self.sglang:
+            response["meta_info"] = {"spec_verify_ct": result.drafts[0], "completion_tokens": len(result.tokens[0])}
+        return response
 
     def metrics(self) -> bytes:
         from prometheus_client import generate_latest
@@ -96,8 +104,10 @@ def serve() -> Iterator[Any]:
                     self._send(engine.metrics(), "text/plain; version=0.0.4")
                 elif self.path == "/v1/models":
                     self._send(json.dumps({"data": [{"id": "tiny"}]}).encode())
-                elif self.path == "/version":
+                elif self.path == "/version" and not engine.sglang:
                     self._send(json.dumps({"version": "0.33.0"}).encode())
+                elif self.path == "/get_server_info" and engine.sglang:
+                    self._send(json.dumps({"version": "0.5.23"}).encode())
                 else:
                     self.send_error(404)
 
@@ -185,6 +195,17 @@ def test_counters_that_never_move_mean_no_speculation(demo_models: dict[str, Pat
     code, report = run("--url", url)
     assert code == 1
     assert {f["rule"] for f in report["findings"]} == {"SMOKE-NO-METRICS"}
+
+
+def test_sglang_meta_info_gives_the_accept_length(demo_models: dict[str, Path], serve: Any):
+    engine = FakeVllm(demo_models["target"], demo_models["draft"], sglang=True)
+    code, report = run("--url", serve(engine))
+    assert code == 0, report["findings"]
+    assert report["subject"]["engine"] == "sglang==0.5.23"
+    assert report["metrics_source"].startswith("sglang meta_info")
+    # accept length = completion tokens / verification rounds, over the 4 requests.
+    assert report["mean_acceptance_length"] == pytest.approx(report["tokens"] / report["drafts"])
+    assert report["mean_acceptance_length"] > 1.8
 
 
 def test_unreachable_server_is_exit_2():
