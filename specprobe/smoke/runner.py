@@ -132,7 +132,7 @@ def run_reference(options: SmokeOptions) -> Report:
             options.plot,
             report.extra["per_position"],
             title=f"{Path(options.draft).name} on {Path(options.target).name}: K={options.num_speculative_tokens}, "
-            f"mean acceptance length {report.extra['mean_acceptance_length']}",
+            f"mean acceptance length {report.extra['mean_acceptance_length']:.2f}",
         )
         report.extra["plot"] = str(options.plot)
     return report

@@ -293,7 +293,7 @@ def run_server(options: ServerOptions) -> Report:
         plot_per_position(
             options.plot,
             report.extra["per_position"],
-            title=f"{engine or 'server'}: {model}, mean acceptance length {report.extra['mean_acceptance_length']}",
+            title=f"{engine or 'server'}: {model}, mean acceptance length {report.extra['mean_acceptance_length']:.2f}",
             reference=reference if reference and len(reference) == len(report.extra["per_position"]) else None,
         )
         report.extra["plot"] = str(options.plot)
