@@ -1,13 +1,16 @@
 """The built-in example: a valid EAGLE-3 drafter, a broken copy and their target, checked side by side.
 
-Folder names are fixed (``target``, ``draft``, ``draft-broken``) so that trained weights can later
-replace the random ones without changing the demo.
+With the smoke extra installed (torch, transformers) the target and drafters are trained here on
+the CPU (about a minute) and both drafters are also measured by the reference smoke test, so the
+newcomer sees a static verdict and the acceptance it predicts. Without it, drafters with random
+weights show the static checks alone. Folder names are the same in both modes.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +35,15 @@ DEMO_SPEC = DraftSpec(
 )
 # What the broken copy must show: d2t stored as absolute ids, and an aux layer the target lacks.
 EXPECTED_BROKEN = ("VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE")
+# The trained broken copy has a shuffled d2t: still in range, no longer increasing.
+EXPECTED_BROKEN_TRAINED = ("VOCAB-D2T-ORDER",)
+# Speculative tokens per step in the demo's smoke runs.
+DEMO_K = 3
+
+
+def can_train() -> bool:
+    """True when the smoke extra (torch, transformers, tokenizers) is importable."""
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "transformers", "tokenizers"))
 
 
 @dataclass
@@ -39,19 +51,39 @@ class DemoResult:
     root: Path
     valid: Report
     broken: Report
+    trained: bool = False
+    # Reference smoke runs of the trained drafters (draft, draft-broken), when the models were trained.
+    smoke: dict[str, Report] = field(default_factory=dict)
+
+    @property
+    def expected_broken(self) -> tuple[str, ...]:
+        return EXPECTED_BROKEN_TRAINED if self.trained else EXPECTED_BROKEN
 
     @property
     def as_expected(self) -> bool:
-        return self.valid.ok and not self.broken.ok and set(EXPECTED_BROKEN) <= self.broken.fired()
+        static_ok = self.valid.ok and not self.broken.ok and set(self.expected_broken) <= self.broken.fired()
+        if not self.trained:
+            return static_ok
+        good, bad = (self.smoke[name].extra.get("mean_acceptance_length") for name in ("draft", "draft-broken"))
+        return static_ok and isinstance(good, float) and isinstance(bad, float) and good > bad
 
     @property
     def verdict(self) -> str:
-        if self.as_expected:
-            return (
-                f"demo: the valid drafter passes and the broken one fails with {', '.join(EXPECTED_BROKEN)} "
-                f"(files in {self.root})"
+        if not self.as_expected:
+            return "demo: unexpected result; see the reports above"
+        line = (
+            f"demo: the valid drafter passes and the broken one fails with {', '.join(self.expected_broken)} "
+            f"(files in {self.root})"
+        )
+        if self.trained:
+            good, bad = (self.smoke[name].extra["mean_acceptance_length"] for name in ("draft", "draft-broken"))
+            line += (
+                f"\ndemo: measured at K={DEMO_K} on the CPU: mean acceptance length {good:.2f} for draft, "
+                f"{bad:.2f} for draft-broken (1.00 = every draft token rejected)"
             )
-        return "demo: unexpected result; see the reports above"
+        elif not can_train():
+            line += "\ndemo: install the smoke extra (pip install 'specprobe[smoke]') to train the models and measure"
+        return line
 
 
 def write_demo(root: Path) -> None:
@@ -76,8 +108,40 @@ def write_demo(root: Path) -> None:
         write_safetensors(folder / "model.safetensors", tensors, metadata={"format": "pt"})
 
 
-def run_demo(out: Path | None = None) -> DemoResult:
-    """Build the example (in a temporary folder unless ``out``) and check both drafters."""
+def train_demo(root: Path) -> None:
+    """Train target/, draft/ and draft-broken/ under ``root`` (the smoke extra is needed)."""
+    from specprobe.smoke.train import build_demo_models
+
+    build_demo_models(root)
+
+
+def smoke_demo(root: Path) -> dict[str, Report]:
+    """Reference smoke runs of both trained drafters; the broken one is measured despite its errors."""
+    from specprobe.smoke.runner import SmokeOptions, run_reference
+
+    target = str(root / "target")
+    return {
+        name: run_reference(
+            SmokeOptions(
+                target=target,
+                draft=root / name,
+                num_speculative_tokens=DEMO_K,
+                max_prompts=8,
+                max_new_tokens=32,
+                force=name == "draft-broken",
+                progress=False,
+            )
+        )
+        for name in ("draft", "draft-broken")
+    }
+
+
+def run_demo(out: Path | None = None, *, train: bool | None = None) -> DemoResult:
+    """Build the example (in a temporary folder unless ``out``) and check both drafters.
+
+    ``train`` None trains when the smoke extra is installed; False keeps the random-weight drafters.
+    """
+    trained = can_train() if train is None else train
     if out is None:
         root = Path(tempfile.mkdtemp(prefix="specprobe-demo-"))
     else:
@@ -87,7 +151,10 @@ def run_demo(out: Path | None = None) -> DemoResult:
         except OSError as exc:
             raise SpecprobeError(f"cannot create {root}: {exc.strerror or exc}") from None
     try:
-        write_demo(root)
+        if trained:
+            train_demo(root)
+        else:
+            write_demo(root)
     except OSError as exc:
         raise SpecprobeError(f"cannot write the demo into {root}: {exc.strerror or exc}") from None
     target = str(root / "target")
@@ -95,4 +162,6 @@ def run_demo(out: Path | None = None) -> DemoResult:
         root=root,
         valid=run_check(root / "draft", target=target),
         broken=run_check(root / "draft-broken", target=target),
+        trained=trained,
+        smoke=smoke_demo(root) if trained else {},
     )
