@@ -85,7 +85,7 @@ def test_cannot_run_is_exit_2_and_one_line(args: list[str], message: str) -> Non
 
 
 def test_demo_writes_the_fixed_folders_and_exits_0(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["demo", "--out", str(tmp_path / "demo")], env={"NO_COLOR": "1"})
+    result = runner.invoke(app, ["demo", "--static", "--out", str(tmp_path / "demo")], env={"NO_COLOR": "1"})
 
     assert result.exit_code == 0, result.output
     for name in (
