@@ -53,8 +53,16 @@ GOALS = {"ratio": 1.15, "big_s": 0.5, "rss_mib": 150.0, "help_s": 0.3}
 
 
 def specprobe_command() -> list[str]:
-    script = shutil.which("specprobe")
-    return [script] if script else [sys.executable, "-m", "specprobe"]
+    """The console script of this interpreter's install, as a user's venv runs it.
+
+    Not `shutil.which`: a version manager's shim (pyenv) found first on PATH is a shell script that
+    adds ~0.15 s of its own to every call and would be timed instead of specprobe.
+    """
+    script = Path(sys.executable).parent / "specprobe"
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("specprobe")
+    return [found] if found else [sys.executable, "-m", "specprobe"]
 
 
 CPU_SECONDS: dict[str, list[float]] = {}
