@@ -70,7 +70,7 @@ def _show(
         raise SpecprobeError(f"{engine} {schema.version} has no parameter {field!r}{hint}")
     color = use_color(output) and fmt == "text"
     if fmt == "json":
-        payload = schema.parameters[field].model_dump(mode="json") if field else schema.to_json_dict()
+        payload = schema.parameters[field].to_dict() if field else schema.to_json_dict()
         text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     elif fmt == "jsonschema":
         from specprobe.schema.jsonschema_export import to_json_schema
@@ -101,7 +101,7 @@ def _load_side(engine: str, side: str, python: Path | None, timeout: float) -> o
     path = Path(side)
     if side.endswith(".json") and path.is_file():
         try:
-            loaded = EngineSchema.model_validate_json(path.read_text(encoding="utf-8"))
+            loaded = EngineSchema.from_json(path.read_text(encoding="utf-8"))
         except ValueError as exc:
             raise SpecprobeError(f"{side} is not a specprobe schema document: {str(exc).splitlines()[0]}") from None
         if loaded.engine != engine:
@@ -125,7 +125,7 @@ def _diff(args: list[str], python: Path | None, fmt: str, output: Path | None, t
     assert isinstance(old, EngineSchema) and isinstance(new, EngineSchema)
     result = diff_schemas(old, new)
     if fmt == "json":
-        text = json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(result.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
     elif fmt == "markdown":
         text = render_diff_markdown(result)
     else:

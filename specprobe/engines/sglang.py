@@ -42,7 +42,7 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
     parameters: dict[str, ParameterSpec] = {}
     cli_flags: list[CliFlag] = []
     for option in reply.get("options") or []:
-        flag = CliFlag.model_validate(option)
+        flag = CliFlag.from_dict(option)
         cli_flags.append(flag)
         long_flags = [item for item in flag.flags if item.startswith("--")]
         parameters[flag.dest] = ParameterSpec(

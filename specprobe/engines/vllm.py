@@ -82,7 +82,7 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
         parameters=parameters,
         draft_architectures=[str(arch) for arch in reply.get("draft_architectures") or []],
         eagle3_target_supported=[str(item) for item in gate] if isinstance(gate, list) else None,
-        cli_flags=[CliFlag.model_validate(flag) for flag in reply.get("cli_flags") or []],
+        cli_flags=[CliFlag.from_dict(flag) for flag in reply.get("cli_flags") or []],
         provenance=provenance,
         problems=[str(problem) for problem in reply.get("problems") or []],
     )

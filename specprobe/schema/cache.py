@@ -14,8 +14,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from specprobe import __version__
 from specprobe.engines._probe import PROBES_DIR
 from specprobe.schema.model import EngineSchema
@@ -93,8 +91,8 @@ def cache_key(engine: str, interpreter: Path, distribution: str) -> str | None:
 def read(key: str) -> EngineSchema | None:
     path = cache_dir() / f"{key}.json"
     try:
-        return EngineSchema.model_validate_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, ValidationError):
+        return EngineSchema.from_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
 
 
@@ -104,7 +102,7 @@ def write(key: str, schema: EngineSchema) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False, encoding="utf-8") as handle:
-            handle.write(schema.model_dump_json())
+            handle.write(json.dumps(schema.to_json_dict()))
             temporary = Path(handle.name)
         temporary.replace(folder / f"{key}.json")
     except OSError:

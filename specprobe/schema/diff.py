@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import BaseModel, Field
 
 from specprobe.schema.model import EngineSchema
 
 
-class Change(BaseModel):
+@dataclass
+class Change:
     """One parameter whose type or default differs between the two versions."""
 
     name: str
@@ -17,31 +18,35 @@ class Change(BaseModel):
     new: Any = None
 
 
-class SchemaDiff(BaseModel):
+@dataclass
+class SchemaDiff:
     """The difference ``new`` minus ``old`` for one engine."""
 
     engine: str
     old: str
     new: str
-    methods_added: list[str] = Field(default_factory=list)
-    methods_removed: list[str] = Field(default_factory=list)
-    parameters_added: list[str] = Field(default_factory=list)
-    parameters_removed: list[str] = Field(default_factory=list)
-    parameters_retyped: list[Change] = Field(default_factory=list)
-    defaults_changed: list[Change] = Field(default_factory=list)
-    draft_architectures_added: list[str] = Field(default_factory=list)
-    draft_architectures_removed: list[str] = Field(default_factory=list)
-    cli_flags_added: list[str] = Field(default_factory=list)
-    cli_flags_removed: list[str] = Field(default_factory=list)
+    methods_added: list[str] = field(default_factory=list)
+    methods_removed: list[str] = field(default_factory=list)
+    parameters_added: list[str] = field(default_factory=list)
+    parameters_removed: list[str] = field(default_factory=list)
+    parameters_retyped: list[Change] = field(default_factory=list)
+    defaults_changed: list[Change] = field(default_factory=list)
+    draft_architectures_added: list[str] = field(default_factory=list)
+    draft_architectures_removed: list[str] = field(default_factory=list)
+    cli_flags_added: list[str] = field(default_factory=list)
+    cli_flags_removed: list[str] = field(default_factory=list)
     eagle3_target_supported: Change | None = None
 
     @property
     def empty(self) -> bool:
         return not any(
             getattr(self, name)
-            for name in type(self).model_fields
+            for name in (f.name for f in dataclasses.fields(self))
             if name not in {"engine", "old", "new"}
         )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def _added(old: list[str], new: list[str]) -> list[str]:

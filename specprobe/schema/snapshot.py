@@ -28,7 +28,7 @@ def write_snapshot(engine: str, python: Path, install: str | None = None, folder
     target_dir = folder or store.snapshot_dir(engine)
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / f"{schema.version}.json"
-    payload = schema.model_copy(update={"source": "snapshot"}).model_dump(mode="json")
+    payload = schema.copy(source="snapshot").to_json_dict()
     target.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return target
 

@@ -13,7 +13,6 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
-from pydantic import ValidationError
 
 from specprobe.findings import SpecprobeError
 from specprobe.schema.model import ENGINES, EngineSchema
@@ -70,11 +69,12 @@ def _read(engine: str, version: str) -> EngineSchema:
     entry = _engine_dir(engine).joinpath(f"{version}.json")
     try:
         payload = json.loads(entry.read_text(encoding="utf-8"))
-        schema = EngineSchema.model_validate(payload)
-    except (OSError, ValueError, ValidationError) as exc:
+        schema = EngineSchema.from_dict(payload)
+    except (OSError, ValueError) as exc:
         # A shipped snapshot that does not parse is a packaging bug; say which file.
         raise SpecprobeError(f"snapshot {engine}/{version}.json is unreadable: {exc}") from None
-    return schema.model_copy(update={"source": "snapshot"})
+    schema.source = "snapshot"
+    return schema
 
 
 def load_snapshot(engine: str, version: str | None = None) -> EngineSchema | None:
@@ -89,12 +89,12 @@ def load_snapshot(engine: str, version: str | None = None) -> EngineSchema | Non
     if chosen is None:
         return None
     # A copy, so that callers may mutate their schema without touching the cached one.
-    return _read(engine, chosen).model_copy(deep=True)
+    return _read(engine, chosen).copy()
 
 
 def schema_from_json(text: str) -> EngineSchema:
     """Parse a schema document (a snapshot file or a probe's reply after normalisation)."""
-    return EngineSchema.model_validate_json(text)
+    return EngineSchema.from_json(text)
 
 
 def nearest_version(engine: str, version: str) -> str | None:
