@@ -30,7 +30,7 @@ def test_wheel_serves_snapshots_from_outside_the_repo(tmp_path):
     )
     wheel = next(wheels.glob("specprobe-*.whl"))
     venv = tmp_path / "venv"
-    # The dependencies (typer, pydantic, ...) come from this interpreter's site-packages; specprobe
+    # The dependencies (typer, rich, ...) come from this interpreter's site-packages; specprobe
     # itself only from the wheel.
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
