@@ -85,9 +85,11 @@ def latest_version(engine: str) -> str:
 
 
 def _families() -> list[Family]:
-    from specprobe.rules import deep, files, layout, safety, shapes, target, vocab
+    from specprobe.rules import compat, deep, files, layout, safety, shapes, target, vocab
 
-    return [files.run, safety.run, layout.run, shapes.run, vocab.run, target.run, deep.run]
+    # compat last: the matrix verdicts for this drafter/target/engine pairing, once the checkpoint's
+    # own findings are in.
+    return [files.run, safety.run, layout.run, shapes.run, vocab.run, target.run, deep.run, compat.run]
 
 
 def _load_target(spec: str) -> tuple[ModelConfig | None, str | None]:
