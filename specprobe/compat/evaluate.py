@@ -17,7 +17,13 @@ from typing import Any
 from packaging.version import Version
 
 from specprobe.compat.model import Entry, EntryKind, Match, Pairing, Status, Verdict
-from specprobe.compat.snapshots import ResolvedFacts, SnapshotSource, StoreSnapshots, resolve_facts
+from specprobe.compat.snapshots import (
+    ResolvedFacts,
+    SnapshotSource,
+    StoreSnapshots,
+    bracketing_facts,
+    resolve_facts,
+)
 from specprobe.findings import Severity
 
 _FACET_ORDER = {Match.NO: 0, Match.POSSIBLE: 1, Match.APPLIES: 2}
@@ -217,17 +223,13 @@ def method_presence(
     exact = snapshots.facts(engine, version)
     if exact is not None and exact.methods is not None:
         return method in exact.methods, (version,)
-    known = snapshots.versions(engine)
-    lower = [v for v in known if v < version]
-    upper = [v for v in known if v > version]
-    if not lower or not upper:
+    around = bracketing_facts(snapshots, engine, version)
+    if around is None:
         return None
-    below, above = snapshots.facts(engine, lower[-1]), snapshots.facts(engine, upper[0])
-    if below is None or above is None or below.methods is None or above.methods is None:
+    (low, below), (high, above) = around
+    if below.methods is None or above.methods is None or (method in below.methods) != (method in above.methods):
         return None
-    if (method in below.methods) != (method in above.methods):
-        return None
-    return method in below.methods, (lower[-1], upper[0])
+    return method in below.methods, (low, high)
 
 
 def _evaluate_method_availability(entry: Entry, pairing: Pairing, snapshots: SnapshotSource) -> Verdict:

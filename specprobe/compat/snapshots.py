@@ -127,6 +127,21 @@ class ResolvedFacts:
     exact: bool
 
 
+def bracketing_facts(
+    source: SnapshotSource, engine: str, version: Version
+) -> tuple[tuple[Version, SnapshotFacts], tuple[Version, SnapshotFacts]] | None:
+    """The snapshots just below and just above ``version``, or None when it is not between two."""
+    known = source.versions(engine)
+    lower = [v for v in known if v < version]
+    upper = [v for v in known if v > version]
+    if not lower or not upper:
+        return None
+    below, above = source.facts(engine, lower[-1]), source.facts(engine, upper[0])
+    if below is None or above is None:
+        return None
+    return (lower[-1], below), (upper[0], above)
+
+
 def resolve_facts(source: SnapshotSource, engine: str, version: Version, attribute: str) -> ResolvedFacts | None:
     """The snapshot facts for ``version``: its own snapshot, or, between two snapshots that agree on
     ``attribute``, the facts they share (a list unchanged across a range of releases holds inside it).
@@ -134,15 +149,13 @@ def resolve_facts(source: SnapshotSource, engine: str, version: Version, attribu
     exact = source.facts(engine, version)
     if exact is not None:
         return ResolvedFacts(exact, (version,), True)
-    known = source.versions(engine)
-    lower = [v for v in known if v < version]
-    upper = [v for v in known if v > version]
-    if not lower or not upper:
+    around = bracketing_facts(source, engine, version)
+    if around is None:
         return None
-    below, above = source.facts(engine, lower[-1]), source.facts(engine, upper[0])
-    if below is None or above is None or getattr(below, attribute) != getattr(above, attribute):
+    (low, below), (high, above) = around
+    if getattr(below, attribute) != getattr(above, attribute):
         return None
-    return ResolvedFacts(below, (lower[-1], upper[0]), False)
+    return ResolvedFacts(below, (low, high), False)
 
 
 class FolderSnapshots:
