@@ -23,6 +23,9 @@ class MatrixError(SpecprobeError):
     """A matrix file is unreadable or invalid: the matrix cannot be evaluated (exit 2)."""
 
 
+# libyaml's safe loader when PyYAML was built with it: the matrix is read on every `check` start.
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 def data_dir() -> Path:
     """The shipped matrix folder, inside the package so that a wheel carries it."""
     return Path(str(resources.files("specprobe") / "data" / "compat_matrix"))
@@ -94,7 +97,7 @@ def load_file(path: Path, *, validate: bool = True) -> list[Entry]:
     The shipped files are validated by the test suite, so loading them skips the schema check.
     """
     try:
-        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except (OSError, UnicodeDecodeError) as exc:
         raise MatrixError(f"cannot read {path}: {exc}") from None
     except yaml.YAMLError as exc:
