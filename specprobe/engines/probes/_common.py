@@ -201,6 +201,19 @@ def stdout_to_stderr() -> Iterator[int]:
         os.close(saved)
 
 
+def distribution_versions(*names: str) -> dict[str, Any]:
+    """Installed versions of the engine and the libraries that shape its schema (None when absent)."""
+    import importlib.metadata
+
+    versions: dict[str, Any] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except Exception:
+            versions[name] = None
+    return versions
+
+
 def reply(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload, sort_keys=False))
     sys.stdout.write("\n")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
-import importlib.metadata
 import importlib.util
 import inspect
 import platform
@@ -135,12 +134,7 @@ def main() -> None:
         options = extract_options(problems)
         algorithms, reserved, reserved_source = extract_algorithms(problems)
         draft_architectures = extract_draft_architectures(problems)
-    versions = {}
-    for dist in ("sglang", "torch", "transformers", "pydantic"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except Exception:
-            versions[dist] = None
+    versions = _common.distribution_versions("sglang", "torch", "transformers", "pydantic")
     _common.reply(
         {
             "engine": "sglang",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
-import importlib.metadata
 import importlib.util
 import inspect
 import os
@@ -285,12 +284,7 @@ def main() -> None:
         draft_architectures = extract_draft_architectures(problems)
         cli_flags, dotted = extract_cli(problems)
         shortcuts = shortcut_flags(problems)
-    versions = {}
-    for dist in ("vllm", "torch", "transformers", "pydantic"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except Exception:
-            versions[dist] = None
+    versions = _common.distribution_versions("vllm", "torch", "transformers", "pydantic")
     _common.reply(
         {
             "engine": "vllm",
