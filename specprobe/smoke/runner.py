@@ -37,12 +37,10 @@ class SmokeOptions:
     timing_repeats: int = 1
 
 
-def static_check(draft: Path, target: str) -> Report | None:
-    """`specprobe check` of the drafter against the target; None where check cannot run here."""
-    try:
-        from specprobe.check import run_check
-    except ImportError:  # check is an optional part of a partial install
-        return None
+def static_check(draft: Path, target: str) -> Report:
+    """`specprobe check` of the drafter against the target, run before anything is measured."""
+    from specprobe.check import run_check
+
     return run_check(draft, target=target)
 
 
@@ -108,7 +106,7 @@ def run_reference(options: SmokeOptions) -> Report:
         subject={"target": options.target, "draft": str(options.draft), "backend": "reference"},
     )
     check = static_check(options.draft, options.target)
-    if check is not None and not check.ok:
+    if not check.ok:
         report.extend(check.findings)
         if not options.force:
             report.extra["refused"] = "the static check reported errors; pass --force to measure anyway"
