@@ -7,74 +7,48 @@ bounded chunks under ``deep``) are read; nothing is imported from the checkpoint
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from specprobe.checkpoint.folder import Checkpoint, load_checkpoint
-from specprobe.checkpoint.layout import Layout, detect_layout, effective_draft_config
-from specprobe.findings import Finding, Report, SpecprobeError
+from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.checkpoint.layout import detect_layout, effective_draft_config
+from specprobe.context import CheckContext, Family
+from specprobe.engine_spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
+from specprobe.findings import Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
 
-ENGINE_NAMES = ("vllm", "sglang")
+__all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
 # Newest releases whose behaviour the engine-specific rules encode, used when no snapshot is shipped.
 FALLBACK_LATEST = {"vllm": "0.33.0", "sglang": "0.5.23"}
 
 
-@dataclass
-class CheckContext:
-    """Everything a rule family may look at; built once per run.
-
-    ``draft_format`` is one of ``specprobe.checkpoint.DRAFT_FORMATS``: ``eagle3`` (original EAGLE-3,
-    ``midlayer.*`` keys, ``LlamaForCausalLM``), ``specforge`` (``midlayer.*`` keys,
-    ``LlamaForCausalLMEagle3``), ``speculators`` (``Eagle3Speculator`` with ``speculators_config``),
-    ``vllm-native`` (``layers.0.*`` keys) or ``eagle3-mla`` (DeepSeek MLA attention); None when the
-    checkpoint is not recognised as an EAGLE-3 drafter.
-    """
-
-    draft_dir: Path
-    draft_config: ModelConfig | None
-    draft_format: str | None
-    draft_architecture: str | None
-    target_config: ModelConfig | None
-    engines: list[tuple[str, str]]
-    method: str | None
-    checkpoint: Checkpoint
-    layout: Layout
-    draft_raw: dict[str, Any] | None = None
-    target_spec: str | None = None
-    target_error: str | None = None
-    engine_explicit: bool = False
-    deep: bool = False
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def draft(self) -> dict[str, Any]:
-        """The draft's effective settings (speculators' nested layer config merged in); {} without config."""
-        return self.draft_config.raw if self.draft_config is not None else {}
-
-
-Family = Callable[[CheckContext], Iterable[Finding]]
-
-
 def parse_engine(spec: str | None) -> tuple[list[tuple[str, str]], bool]:
-    """``vllm``, ``sglang``, ``vllm==0.16.0``; None means the newest known vLLM and SGLang."""
+    """The (engine, version) pairs the engine rules run for, and whether the user named the engine.
+
+    None means the newest known vLLM and SGLang; ``vllm`` the newest vLLM; ``vllm==0.16.0`` that
+    release; a range such as ``vllm>=0.16,<0.20`` every shipped snapshot in it (the worst verdict wins,
+    each finding naming its version).
+    """
     if spec is None:
         return [(name, latest_version(name)) for name in ENGINE_NAMES], False
-    name, _, version = spec.strip().partition("==")
-    name = name.strip().lower()
-    if name not in ENGINE_NAMES:
-        raise SpecprobeError(f"unknown engine {spec!r}; use vllm or sglang, optionally ==VERSION")
-    version = version.strip()
-    if version:
-        from packaging.version import InvalidVersion, Version
+    return engine_versions(parse_engine_spec(spec)), True
 
-        try:
-            Version(version)
-        except InvalidVersion:
-            raise SpecprobeError(f"invalid engine version {version!r} in {spec!r}") from None
-    return [(name, version or latest_version(name))], True
+
+def engine_versions(spec: EngineSpec) -> list[tuple[str, str]]:
+    """The shipped versions ``spec`` names; a range that names none is a usage error."""
+    if spec.version is not None:
+        return [(spec.engine, spec.version)]
+    if spec.specifier is None:
+        return [(spec.engine, latest_version(spec.engine))]
+    from specprobe.schema.store import known_versions
+
+    known = known_versions(spec.engine)
+    chosen = spec.select(known)
+    if not chosen:
+        raise SpecprobeError(
+            f"no shipped {spec.engine} snapshot is in {spec}; shipped: {', '.join(known) or 'none'}"
+        )
+    return [(spec.engine, version) for version in chosen]
 
 
 def latest_version(engine: str) -> str:
@@ -114,6 +88,7 @@ def build_context(
     if not draft_path.is_dir():
         raise SpecprobeError(f"draft {draft_path} is not a folder")
     engines, explicit = parse_engine(engine)
+    engine_spec = parse_engine_spec(engine) if engine is not None else None
     target_config, target_error = _load_target(target) if target else (None, None)
     try:
         checkpoint = load_checkpoint(draft_path)
@@ -137,6 +112,7 @@ def build_context(
         target_spec=target,
         target_error=target_error,
         engine_explicit=explicit,
+        engine_spec=engine_spec,
         deep=deep,
     )
 

@@ -50,6 +50,12 @@ class Finding:
     location: str | None = None
     hint: str | None = None
     evidence: list[str] = field(default_factory=list)
+    # Where in a user's file the finding points (a deployment manifest line, a config.json key's
+    # file), for SARIF, annotations and code-quality reports; ``location`` stays the readable form.
+    file: str | None = None
+    line: int | None = None
+    # Which deployment of a multi-deployment input the finding belongs to (gate's report sections).
+    deployment: str | None = None
 
     def __post_init__(self) -> None:
         # Accept "error"/"warning"/"info" as well as the enum, as the JSON contract spells them.
@@ -57,7 +63,7 @@ class Finding:
         self.evidence = list(self.evidence)
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "rule": self.rule,
             "severity": self.severity.value,
             "message": self.message,
@@ -65,6 +71,12 @@ class Finding:
             "hint": self.hint,
             "evidence": list(self.evidence),
         }
+        # Optional keys appear only when set, so single-subject reports keep the documented shape.
+        for key in ("file", "line", "deployment"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        return data
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from specprobe.compat.evaluate import evaluate
 from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import Match
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing, classify_draft, classify_target
+from specprobe.engine_spec import parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
@@ -387,12 +388,10 @@ def lint_command(argv: list[str], *, engine: str | None = None) -> Report:
     command = parse_command(argv)
     version: str | None = None
     if engine:
-        name, _, raw_version = engine.partition("==")
-        if name.strip().lower() != command.engine:
+        spec = parse_engine_spec(engine, allow_range=False)
+        if spec.engine != command.engine:
             raise SpecprobeError(f"--engine {engine} does not match the command, which runs {command.engine}")
-        version = raw_version.strip() or None
-        if version is not None:
-            Version(version)  # InvalidVersion is reported by the caller as a usage error
+        version = spec.version
     schema, snapshot_note = _snapshot(command.engine, version)
     if command.engine == "vllm":
         result = LintResult()

@@ -20,7 +20,7 @@ R = TypeVar("R")
 FORMAT_HELP = "Output format: " + ", ".join(REPORTERS) + " (env SPECPROBE_FORMAT)."
 
 FormatOption = Annotated[
-    str | None, typer.Option("--format", "-f", envvar="SPECPROBE_FORMAT", help=FORMAT_HELP, show_default=False)
+    str | None, typer.Option("--format", "-f", help=FORMAT_HELP, show_default=False)
 ]
 OutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout.", dir_okay=False)
@@ -55,11 +55,16 @@ def cannot_run_guard(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def resolve_format(fmt: str | None, choices: tuple[str, ...] | None = None) -> str:
+    """The format to write: ``--format`` (an unknown one is a usage error), else ``SPECPROBE_FORMAT``
+    when this command has that format (a team-wide default must not break commands that lack it),
+    else text."""
     allowed = choices or tuple(REPORTERS)
-    chosen = fmt or "text"
-    if chosen not in allowed:
-        raise SpecprobeError(f"unknown format {chosen!r}; choose one of: {', '.join(allowed)}")
-    return chosen
+    if fmt is not None:
+        if fmt not in allowed:
+            raise SpecprobeError(f"unknown format {fmt!r}; choose one of: {', '.join(allowed)}")
+        return fmt
+    from_env = os.environ.get("SPECPROBE_FORMAT", "").strip()
+    return from_env if from_env in allowed else "text"
 
 
 def write_output(text: str, output: Path | None) -> None:

@@ -27,15 +27,9 @@ def _lint(
 ) -> None:
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
     compatibility matrix (nothing is run or downloaded)."""
-    from packaging.version import InvalidVersion
-
-    from specprobe.findings import SpecprobeError
     from specprobe.lint import lint_command
 
-    try:
-        report = lint_command(list(command or []), engine=engine)
-    except InvalidVersion:
-        raise SpecprobeError(f"invalid version in --engine {engine!r}") from None
+    report = lint_command(list(command or []), engine=engine)
     emit(report, fmt, output, strict=strict)
 
 

@@ -24,7 +24,6 @@ MatrixFormatOption = Annotated[
     typer.Option(
         "--format",
         "-f",
-        envvar="SPECPROBE_FORMAT",
         show_default=False,
         help="Output format: text (table or findings), json, markdown, or any other reporter (env SPECPROBE_FORMAT).",
     ),
@@ -58,14 +57,11 @@ MatrixFileOption = Annotated[
 
 
 def _format(fmt: str | None) -> str:
+    from specprobe.cli._common import resolve_format
     from specprobe.reporters import REPORTERS
 
     # markdown is the matrix's own rendering; every registered reporter renders the findings report.
-    allowed = tuple(dict.fromkeys((*MATRIX_FORMATS, *REPORTERS)))
-    chosen = fmt or "text"
-    if chosen not in allowed:
-        raise SpecprobeError(f"matrix supports --format {', '.join(allowed)}, not {chosen!r}")
-    return chosen
+    return resolve_format(fmt, tuple(dict.fromkeys((*MATRIX_FORMATS, *REPORTERS))))
 
 
 def _entries(extra: list[Path] | None) -> list[object]:
@@ -116,10 +112,24 @@ def _matrix(
     features = parse_features(feature)
     target_info = classify_target(target) if target else None
     draft_info = classify_draft(draft) if draft else None
-    pairing = build_pairing(engine=engine, method=method, target=target_info, draft=draft_info, features=features)
-    verdicts = evaluate(entries, pairing)
+    # A range (vllm>=0.16,<0.20) is evaluated at every shipped snapshot in it; the worst verdict wins.
+    engine_labels: list[str | None] = [engine]
+    if engine is not None:
+        from specprobe.check import engine_versions
+        from specprobe.engine_spec import parse_engine_spec
+
+        spec = parse_engine_spec(engine)
+        if spec.is_range:
+            engine_labels = [f"{name}=={version}" for name, version in engine_versions(spec)]
+    pairings = [
+        build_pairing(engine=label, method=method, target=target_info, draft=draft_info, features=features)
+        for label in engine_labels
+    ]
+    pairing = pairings[0]
+    evaluated = [(each, evaluate(entries, each)) for each in pairings]
+    verdicts = [verdict for _, found in evaluated for verdict in found]
     subject: dict[str, str | None] = {
-        "engine": pairing.engine_label,
+        "engine": engine if len(pairings) > 1 else pairing.engine_label,
         "method": pairing.method,
         "target": target,
         "target_model_type": ",".join(target_info.model_types) if target_info else None,
@@ -130,7 +140,9 @@ def _matrix(
         "features": ",".join(sorted(features)) if features else None,
     }
     report = Report(command="matrix", subject=subject, extra={"entries": render.verdicts_json(verdicts)})
-    report.extend(verdict_finding(v) for v in verdicts)
+    for each, found in evaluated:
+        prefix = f"{each.engine_label}: " if len(pairings) > 1 else ""
+        report.extend(verdict_finding(v, prefix) for v in found)
     if chosen == "markdown":
         label = ", ".join(f"{k}={v}" for k, v in subject.items() if v)
         write_output(render.render_verdicts_markdown(verdicts, label), output)

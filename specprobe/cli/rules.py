@@ -15,7 +15,7 @@ def register(app: typer.Typer) -> None:
     @cannot_run_guard
     def rules_command(
         fmt: Annotated[
-            str | None, typer.Option("--format", "-f", envvar="SPECPROBE_FORMAT", help="text, json or markdown.")
+            str | None, typer.Option("--format", "-f", help="text, json or markdown (env SPECPROBE_FORMAT).")
         ] = None,
         output: OutputOption = None,
     ) -> None:

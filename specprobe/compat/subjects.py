@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from specprobe.compat.model import ENGINES, FEATURES, Pairing
+from specprobe.compat.model import FEATURES, Pairing
+from specprobe.engine_spec import parse_engine_spec
 from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import (
     AttentionKind,
@@ -27,17 +28,12 @@ from specprobe.hfconfig import (
 
 
 def parse_engine(spec: str) -> tuple[str, Version | None]:
-    """``vllm``, ``sglang==0.5.23`` -> (engine, version); anything else is a usage error."""
-    name, sep, raw_version = spec.strip().partition("==")
-    engine = name.strip().lower()
-    if engine not in ENGINES:
-        raise SpecprobeError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)} (optionally ==VERSION)")
-    if not sep:
-        return engine, None
-    try:
-        return engine, Version(raw_version.strip())
-    except InvalidVersion:
-        raise SpecprobeError(f"invalid version {raw_version!r} in --engine {spec!r}") from None
+    """``vllm``, ``sglang==0.5.23`` -> (engine, version), through the one engine-spec parser.
+
+    A pairing is evaluated at one version; ranges are expanded by the caller (``check.engine_versions``).
+    """
+    parsed = parse_engine_spec(spec, allow_range=False)
+    return parsed.engine, Version(parsed.version) if parsed.version is not None else None
 
 
 def normalize_method(method: str) -> str:

@@ -16,7 +16,7 @@ from specprobe.rules import rule
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from specprobe.check import CheckContext
+    from specprobe.context import CheckContext
 
 FAMILY = "deep"
 CHUNK_BYTES = 8 * 1024 * 1024

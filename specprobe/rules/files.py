@@ -12,7 +12,7 @@ from specprobe.findings import Finding, Severity
 from specprobe.rules import Rule, rule
 
 if TYPE_CHECKING:
-    from specprobe.check import CheckContext
+    from specprobe.context import CheckContext
 
 FAMILY = "files"
 SAFETENSORS_FORMAT = "https://github.com/huggingface/safetensors#format"

@@ -18,7 +18,7 @@ from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
 if TYPE_CHECKING:
-    from specprobe.check import CheckContext
+    from specprobe.context import CheckContext
     from specprobe.schema.model import EngineSchema
 
 FAMILY = "layout"

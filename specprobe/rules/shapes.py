@@ -14,7 +14,7 @@ from specprobe.rules import rule
 from specprobe.rules.layout import EAGLE_CNETS, VLLM_EAGLE3_SRC, VLLM_MLA_SRC, uses_aux_hidden_states
 
 if TYPE_CHECKING:
-    from specprobe.check import CheckContext
+    from specprobe.context import CheckContext
 
 FAMILY = "shapes"
 

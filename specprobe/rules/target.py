@@ -14,7 +14,7 @@ from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema
 from specprobe.rules.shapes import aux_layer_ids
 
 if TYPE_CHECKING:
-    from specprobe.check import CheckContext
+    from specprobe.context import CheckContext
 
 FAMILY = "target"
 

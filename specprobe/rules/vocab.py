@@ -20,7 +20,7 @@ from specprobe.rules.layout import SGLANG_EAGLE3_SRC, VLLM_EAGLE3_SRC
 from specprobe.rules.shapes import draft_vocab_size
 
 if TYPE_CHECKING:
-    from specprobe.check import CheckContext
+    from specprobe.context import CheckContext
 
 FAMILY = "vocab"
 EAGLE_D2T = "https://github.com/SafeAILab/EAGLE/issues/222"
