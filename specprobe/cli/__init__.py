@@ -12,6 +12,7 @@ import typer
 
 from specprobe import __version__
 from specprobe.cli import check, demo, lint, matrix, rules, schema, smoke
+from specprobe.textsafe import terminal
 
 app = typer.Typer(
     name="specprobe",
@@ -51,5 +52,5 @@ def main() -> None:
         sys.stderr.write("specprobe: interrupted\n")
         sys.exit(130)
     except Exception as exc:  # a bug in specprobe, not the user's input: still one line, exit 2
-        sys.stderr.write(f"specprobe: internal error: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"specprobe: internal error: {type(exc).__name__}: {terminal(exc)}\n")
         sys.exit(2)

@@ -13,6 +13,7 @@ import typer
 
 from specprobe.findings import ExitCode, Report, SpecprobeError, exit_code
 from specprobe.reporters import REPORTERS
+from specprobe.textsafe import terminal
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -36,8 +37,10 @@ def use_color(output: Path | None) -> bool:
 
 
 def fail(message: str) -> typer.Exit:
-    """Print one line to stderr and return the exit for 'could not run' (2)."""
-    typer.echo(f"specprobe: error: {message}", err=True)
+    """Print one line to stderr and return the exit for 'could not run' (2).
+
+    The message often quotes a path or value the user gave: escaped, it stays one line."""
+    typer.echo(f"specprobe: error: {terminal(message)}", err=True)
     return typer.Exit(int(ExitCode.CANNOT_RUN))
 
 

@@ -6,17 +6,20 @@ import io
 
 from specprobe.findings import Report, Severity
 from specprobe.reporters.base import Reporter
+from specprobe.textsafe import terminal
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _HEADING = {Severity.ERROR: "Errors", Severity.WARNING: "Warnings", Severity.INFO: "Info"}
 
 
 def _subject_line(report: Report) -> str:
-    parts = [f"{key}={value}" for key, value in report.subject.items() if value]
+    parts = [f"{key}={terminal(value)}" for key, value in report.subject.items() if value]
     return f"specprobe {report.command}" + (": " + ", ".join(parts) if parts else "")
 
 
-# A line is a list of (text, style) segments; style None is unstyled.
+# A line is a list of (text, style) segments; style None is unstyled. Every segment that can carry
+# text from the user's files (subject, location, message, hint, evidence) goes through ``terminal``:
+# rule messages quote config values and file names verbatim.
 Segment = tuple[str, str | None]
 
 
@@ -30,12 +33,13 @@ def _lines(report: Report) -> list[list[Segment]]:
         lines.append([])
         lines.append([(f"{_HEADING[severity]} ({len(group)})", _STYLE[severity])])
         for finding in group:
-            where = f" [{finding.location}]" if finding.location else ""
-            lines.append([("  ", None), (finding.rule, _STYLE[severity]), (f"{where}: {finding.message}", None)])
+            where = f" [{terminal(finding.location)}]" if finding.location else ""
+            message = f"{where}: {terminal(finding.message)}"
+            lines.append([("  ", None), (terminal(finding.rule), _STYLE[severity]), (message, None)])
             if finding.hint:
-                lines.append([(f"      hint: {finding.hint}", "dim")])
+                lines.append([(f"      hint: {terminal(finding.hint)}", "dim")])
             if finding.evidence:
-                lines.append([(f"      see: {finding.evidence[0]}", "dim")])
+                lines.append([(f"      see: {terminal(finding.evidence[0])}", "dim")])
     summary = report.summary
     counts = f" {summary.errors} error(s), {summary.warnings} warning(s), {summary.infos} info"
     lines.append([])
@@ -58,5 +62,6 @@ class TextReporter(Reporter):
         buffer = io.StringIO()
         console = Console(file=buffer, force_terminal=True, width=110, highlight=False, soft_wrap=True)
         for line in lines:
+            # Text, not a markup string: "[bold]" inside a config value is shown as written.
             console.print(Text.assemble(*((text, style or "") for text, style in line)))
         return buffer.getvalue()
