@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -17,83 +16,17 @@ from packaging.version import InvalidVersion, Version
 from specprobe.compat.evaluate import evaluate
 from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import Match
-from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing, classify_draft, classify_target
-from specprobe.engine_spec import parse_engine_spec
+from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
+from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
+from specprobe.deploy.model import Deployment, deployment_from_argv
+from specprobe.engine_spec import EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
 
-_SGLANG_MODULES = ("sglang.launch_server", "sglang.srt.server")
-_VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main")
-# Flags whose values decide speculation; a bare flag (no value) maps to None.
-_SHORT_FLAGS = {"-sc": "--speculative-config", "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size"}
-
-
-@dataclass
-class ServeCommand:
-    """A parsed serve command: which engine, which model, and its flags (last value wins)."""
-
-    engine: str
-    model: str | None
-    flags: dict[str, str | None] = field(default_factory=dict)
-    spellings: dict[str, str] = field(default_factory=dict)  # normalised flag -> as written
-
-    def get(self, flag: str) -> str | None:
-        return self.flags.get(flag)
-
-    def has(self, flag: str) -> bool:
-        return flag in self.flags
-
-
-def _normalise(flag: str) -> str:
-    """vLLM and SGLang accept --snake_case and --kebab-case alike."""
-    return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else _SHORT_FLAGS.get(flag, flag)
-
-
-def _engine_and_rest(argv: list[str]) -> tuple[str, list[str]]:
-    if not argv:
-        raise SpecprobeError("no command to lint: give it after --, e.g. specprobe lint -- vllm serve MODEL ...")
-    head = Path(argv[0]).name
-    if head == "vllm" and len(argv) > 1 and argv[1] == "serve":
-        return "vllm", argv[2:]
-    if head == "sglang" and len(argv) > 1 and argv[1] == "serve":
-        return "sglang", argv[2:]
-    if head.startswith("python") and len(argv) > 2 and argv[1] == "-m":
-        module = argv[2]
-        if module in _SGLANG_MODULES:
-            return "sglang", argv[3:]
-        if module in _VLLM_MODULES:
-            rest = argv[3:]
-            return "vllm", rest[1:] if rest[:1] == ["serve"] else rest
-    raise SpecprobeError("not a serve command: expected `vllm serve MODEL ...` or `python -m sglang.launch_server ...`")
-
-
-def parse_command(argv: list[str]) -> ServeCommand:
-    """Parse the argument vector as the engine's argparse would, without importing the engine."""
-    engine, rest = _engine_and_rest(argv)
-    command = ServeCommand(engine=engine, model=None)
-    if engine == "vllm" and rest and not rest[0].startswith("-"):
-        command.model, rest = rest[0], rest[1:]
-    i = 0
-    while i < len(rest):
-        token = rest[i]
-        if not token.startswith("-"):
-            i += 1  # a stray positional: argparse would refuse it, the engine reports that itself
-            continue
-        name, eq, inline = token.partition("=")
-        flag = _normalise(name)
-        value: str | None = inline if eq else None
-        if not eq:
-            following = rest[i + 1] if i + 1 < len(rest) else None
-            # A value never starts with "--"; a negative number or a JSON object does not either.
-            if following is not None and not following.startswith("--") and following not in _SHORT_FLAGS:
-                value, i = following, i + 1
-        command.flags[flag] = value
-        command.spellings[flag] = name
-        i += 1
-    if command.model is None:
-        command.model = command.get("--model-path") or command.get("--model")
-    return command
+# The command parser lives with the deployment model; these names stay importable from here.
+__all__ = ["LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
+_normalise = normalise_flag
 
 
 def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
@@ -378,20 +311,34 @@ def _engine_evidence_first(finding: Finding, engine: str) -> Finding:
     return replace(finding, evidence=ordered)
 
 
-def _local(spec: str | None) -> str | None:
-    """Only local folders are classified: lint must not download anything."""
-    return spec if spec and Path(spec).expanduser().is_dir() else None
+def _finding_line(deployment: Deployment, finding: Finding) -> int | None:
+    """The line a command finding points at: the key of the speculative settings it names, else its flag."""
+    command = deployment.command
+    if finding.rule in (rules.SPEC_CONFIG_KEY.id, rules.SPEC_CONFIG_VALUE.id):
+        for key in deployment.speculative:
+            named = f"{key!r}" in finding.message or finding.message.startswith((f"{key}=", f"{key} "))
+            if named and f"speculative.{key}" in deployment.source.fields:
+                return deployment.source.fields[f"speculative.{key}"]
+    if command is not None and finding.location:
+        for flag, spelled in command.spellings.items():
+            if spelled == finding.location:
+                return deployment.flag_line(flag)
+    return deployment.source.line_of("speculative", "command")
 
 
-def lint_command(argv: list[str], *, engine: str | None = None) -> Report:
-    """Lint one serve command; SpecprobeError when it is not a serve command or no snapshot exists."""
-    command = parse_command(argv)
-    version: str | None = None
-    if engine:
-        spec = parse_engine_spec(engine, allow_range=False)
-        if spec.engine != command.engine:
-            raise SpecprobeError(f"--engine {engine} does not match the command, which runs {command.engine}")
-        version = spec.version
+def lint_deployment(
+    deployment: Deployment, *, target: TargetInfo | None = None, draft: DraftInfo | None = None
+) -> tuple[list[Finding], str]:
+    """Lint the deployment's serve command against its engine version's snapshot, then add the matrix
+    verdicts for the pairing (``target``/``draft`` when the caller could examine them).
+
+    Returns the findings, each stamped with the deployment's file, line and name, and the engine label
+    (``vllm==0.33.0``) the command was linted against.
+    """
+    command = deployment.command
+    if command is None or deployment.engine is None:
+        raise SpecprobeError(f"deployment {deployment.name} has no serve command to lint")
+    version = deployment.engine.version
     schema, snapshot_note = _snapshot(command.engine, version)
     if command.engine == "vllm":
         result = LintResult()
@@ -402,25 +349,40 @@ def lint_command(argv: list[str], *, engine: str | None = None) -> Report:
     if pp is not None and pp.isdigit() and int(pp) > 1:
         result.features.add("pipeline_parallel")
     engine_label = f"{command.engine}=={version or schema.version}"
-    report = Report(
-        command="lint",
-        subject={"engine": engine_label, "target": command.model, "draft": result.draft_path, "method": result.method},
-    )
+    findings: list[Finding] = []
     if snapshot_note:
-        report.add(_engine_evidence_first(rules.SNAPSHOT.finding(snapshot_note), command.engine))
-    report.extend(_engine_evidence_first(f, command.engine) for f in result.findings)
+        findings.append(_engine_evidence_first(rules.SNAPSHOT.finding(snapshot_note), command.engine))
+    for finding in result.findings:
+        located = _engine_evidence_first(finding, command.engine)
+        if deployment.file is not None:
+            located.line = _finding_line(deployment, located)
+        findings.append(located)
     if result.method is not None:
-        target: TargetInfo | None = None
-        draft: DraftInfo | None = None
-        target_dir, draft_dir = _local(command.model), _local(result.draft_path)
-        if target_dir is not None:
-            target = classify_target(target_dir)
-        if draft_dir is not None:
-            draft = classify_draft(draft_dir)
         pairing = build_pairing(
             engine=engine_label, method=result.method, target=target, draft=draft, features=frozenset(result.features)
         )
+        matrix_line = deployment.source.line_of("method", "speculative", "command")
         for verdict in evaluate(load_matrix(), pairing):
             if verdict.match is Match.APPLIES:
-                report.add(verdict_finding(verdict, f"{engine_label}: "))
-    return report
+                verdict_line = verdict_finding(verdict, f"{engine_label}: ")
+                if deployment.file is not None:
+                    verdict_line.line = matrix_line
+                findings.append(verdict_line)
+    return [deployment.locate(f) for f in findings], engine_label
+
+
+def lint_command(argv: list[str], *, engine: str | None = None, strict: bool = False) -> Report:
+    """Lint one serve command, and check the drafter and target it names where they are on this machine.
+
+    SpecprobeError when it is not a serve command, ``engine`` does not match it, or no snapshot exists.
+    """
+    deployment = deployment_from_argv(argv)
+    if engine:
+        spec = parse_engine_spec(engine, allow_range=False)
+        if spec.engine != deployment.engine_name:
+            raise SpecprobeError(f"--engine {engine} does not match the command, which runs {deployment.engine_name}")
+        deployment.engine = spec
+    option: EngineSpec | None = deployment.engine if engine else None
+    from specprobe.gate import gate_deployments  # gate builds on lint's rules; import here, not at module top
+
+    return gate_deployments([deployment], engine=option, strict=strict, command="lint")

@@ -29,7 +29,7 @@ def _lint(
     compatibility matrix (nothing is run or downloaded)."""
     from specprobe.lint import lint_command
 
-    report = lint_command(list(command or []), engine=engine)
+    report = lint_command(list(command or []), engine=engine, strict=strict)
     emit(report, fmt, output, strict=strict)
 
 

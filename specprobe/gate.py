@@ -1,0 +1,237 @@
+"""`specprobe gate` as a library: every deployment of the given files linted, its drafter checked, its
+pairing looked up in the compatibility matrix, in one report with a section (``Finding.deployment``)
+per deployment.
+
+What cannot be examined on this machine (a hub id outside the local Hugging Face cache, a path that
+exists only in the container, an unexpanded environment variable) is a finding, never silence.
+Nothing is downloaded, nothing is imported from a checkpoint, and no engine or torch is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
+from specprobe.context import Family
+from specprobe.deploy.engines import resolve_engine_version
+from specprobe.deploy.model import Deployment
+from specprobe.engine_spec import EngineSpec
+from specprobe.findings import Finding, Report, Severity, SpecprobeError
+from specprobe.hfconfig import looks_like_hub_id
+from specprobe.rules import deploy as deploy_rules
+
+__all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model"]
+
+_UNEXPANDED = re.compile(r"\$\(?\{?[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A target or drafter as far as this machine can see it: a local folder, or why not."""
+
+    spec: str
+    folder: Path | None = None  # a folder with config.json (local, or a Hugging Face cache snapshot)
+    hub_cached: bool = False
+    why_not: str | None = None
+
+    @property
+    def has_weights(self) -> bool:
+        return self.folder is not None and any(self.folder.glob("*.safetensors*"))
+
+
+def _hub_cache_folder(repo_id: str) -> Path | None:
+    """The cached snapshot folder holding ``repo_id``'s config.json, from the local cache only."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub is a dependency
+        return None
+    try:
+        cached = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # an id the hub library refuses is simply not cached
+        return None
+    return Path(cached).parent if isinstance(cached, str) else None
+
+
+def resolve_model(deployment: Deployment, spec: str | None, role: str) -> ModelRef | None:
+    """Where ``spec`` (a path relative to the deployment file, an absolute path, or a hub id) is here."""
+    if not spec:
+        return None
+    if _UNEXPANDED.search(spec):
+        return ModelRef(spec, why_not=f"{role} {spec!r} refers to an environment variable that is not set in the file")
+    path = deployment.resolve_path(spec)
+    if path is not None and path.is_dir():
+        return ModelRef(spec, folder=path)
+    if path is not None and path.is_file() and path.name == "config.json":
+        return ModelRef(spec, folder=path.parent)
+    if looks_like_hub_id(spec) and not spec.startswith((".", "/")):
+        folder = _hub_cache_folder(spec)
+        if folder is not None:
+            return ModelRef(spec, folder=folder, hub_cached=True)
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        return ModelRef(
+            spec,
+            why_not=f"{role} {spec!r} is a hub id that is not in the local Hugging Face cache"
+            + (" (HF_HUB_OFFLINE is set)" if offline else "")
+            + f"; `huggingface-cli download {spec} config.json` lets specprobe read it",
+        )
+    return ModelRef(spec, why_not=f"{role} {spec!r} is not a folder on this machine (a path inside the container?)")
+
+
+def _not_examined(deployment: Deployment, ref: ModelRef, key: str, strict: bool) -> Finding:
+    severity = Severity.WARNING if strict else Severity.INFO
+    finding = deploy_rules.NOT_EXAMINED.finding(ref.why_not or ref.spec, location=ref.spec, severity=severity)
+    return deployment.locate(finding, key)
+
+
+def _check_families() -> list[Family]:
+    """check's rule families without the matrix: gate adds the matrix once, from lint (which knows features)."""
+    from specprobe.check import _families
+    from specprobe.rules import compat
+
+    return [family for family in _families() if family is not compat.run]
+
+
+def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None) -> list[Finding]:
+    from specprobe.check import run_check
+
+    assert draft.folder is not None
+    engine = str(deployment.engine) if deployment.engine is not None else None
+    target_spec = str(target.folder) if target is not None and target.folder is not None else None
+    report = run_check(
+        draft.folder, target=target_spec, engine=engine, method=deployment.method, families=_check_families()
+    )
+    findings = []
+    for finding in report.findings:
+        where = f"{draft.spec}/{finding.location}" if finding.location else draft.spec
+        finding.location = where
+        findings.append(deployment.locate(finding, "draft", "speculative", "command"))
+    return findings
+
+
+def _classify(deployment: Deployment, target: ModelRef | None, draft: ModelRef | None) -> tuple[
+    TargetInfo | None, DraftInfo | None
+]:
+    target_info = draft_info = None
+    if target is not None and target.folder is not None:
+        try:
+            target_info = classify_target(str(target.folder))
+        except SpecprobeError:
+            target_info = None  # check's target rules report an unreadable target config
+    if draft is not None and draft.folder is not None:
+        try:
+            draft_info = classify_draft(str(draft.folder))
+        except (SpecprobeError, OSError):
+            draft_info = None
+    return target_info, draft_info
+
+
+def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
+    """Every finding for one deployment whose engine version is resolved."""
+    from specprobe.lint import lint_deployment
+
+    findings = list(deployment.findings)
+    if deployment.command is None:
+        return findings
+    target = resolve_model(deployment, deployment.target, "target")
+    draft = resolve_model(deployment, deployment.draft, "draft")
+    for ref, key in ((target, "target"), (draft, "draft")):
+        if ref is not None and ref.why_not is not None:
+            findings.append(_not_examined(deployment, ref, key, strict))
+    if draft is not None and draft.folder is not None:
+        if draft.has_weights or not draft.hub_cached:
+            findings.extend(_check_draft(deployment, draft, target))
+        else:
+            severity = Severity.WARNING if strict else Severity.INFO
+            note = deploy_rules.NOT_EXAMINED.finding(
+                f"draft {draft.spec!r}: only its config.json is in the local Hugging Face cache; "
+                "the checkpoint's weights were not checked",
+                location=draft.spec,
+                severity=severity,
+            )
+            findings.append(deployment.locate(note, "draft"))
+    target_info, draft_info = _classify(deployment, target, draft)
+    lint_findings, _ = lint_deployment(deployment, target=target_info, draft=draft_info)
+    findings.extend(lint_findings)
+    return findings
+
+
+def _version_finding(deployment: Deployment) -> Finding:
+    source = deployment.version_source.value if deployment.version_source else "unknown"
+    detail = f" {deployment.image}" if deployment.image and source == "image tag" else ""
+    finding = deploy_rules.ENGINE_VERSION.finding(
+        f"checked against {deployment.engine} (from the {source}{detail})", location=deployment.image
+    )
+    return deployment.locate(finding, "engine", "image", "command")
+
+
+def describe(deployment: Deployment) -> dict[str, Any]:
+    """The deployment as the JSON report lists it."""
+    return {
+        "name": deployment.name,
+        "file": deployment.file,
+        "line": deployment.source.line,
+        "engine": str(deployment.engine) if deployment.engine else None,
+        "version_source": deployment.version_source.value if deployment.version_source else None,
+        "image": deployment.image,
+        "target": deployment.target,
+        "draft": deployment.draft,
+        "method": deployment.method,
+        "device": deployment.device,
+    }
+
+
+def gate_deployments(
+    deployments: Sequence[Deployment],
+    *,
+    engine: EngineSpec | None = None,
+    strict: bool = False,
+    command: str = "gate",
+    files: Iterable[str] = (),
+    extra_findings: Iterable[Finding] = (),
+) -> Report:
+    """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine."""
+    report = Report(command=command)
+    report.extend(extra_findings)
+    for deployment in deployments:
+        if deployment.command is not None:
+            resolve_engine_version(deployment, engine)
+            if deployment.file is not None:
+                report.add(_version_finding(deployment))
+        report.extend(examine(deployment, strict=strict))
+    if len(deployments) == 1 and not list(files)[1:]:
+        only = deployments[0]
+        report.subject = {
+            "engine": str(only.engine) if only.engine else None,
+            "target": only.target,
+            "draft": only.draft,
+            "method": only.method,
+        }
+        if only.file is not None:
+            report.subject["file"] = only.file
+            report.subject["deployment"] = only.name
+    else:
+        report.subject = {"files": ", ".join(files) or None, "deployments": str(len(deployments))}
+    if command == "gate" or len(deployments) != 1 or deployments[0].file is not None:
+        report.extra["deployments"] = [describe(d) for d in deployments]
+    return report
+
+
+def gate_paths(
+    paths: Sequence[str], *, engine: EngineSpec | None = None, strict: bool = False
+) -> Report:
+    """Parse every file into deployments and gate them; an unreadable or unrecognised file raises
+    SpecprobeError (exit 2), bad content inside a readable file is a finding."""
+    from specprobe.deploy.loader import load_deployments
+
+    deployments: list[Deployment] = []
+    notes: list[Finding] = []
+    for path in paths:
+        found, file_findings = load_deployments(path)
+        deployments.extend(found)
+        notes.extend(file_findings)
+    return gate_deployments(deployments, engine=engine, strict=strict, files=paths, extra_findings=notes)
