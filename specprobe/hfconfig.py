@@ -6,7 +6,6 @@ Gemma-3, Qwen-VL...) keep the language model under ``text_config``; that is what
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -15,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.findings import SpecprobeError
+from specprobe.untrusted import ParsedJson, UntrustedInputError, load_json_file
+
+# A real config.json is a few kB; the largest we know of are image classifiers whose id2label and
+# label2id name 21,841 ImageNet-22k classes (about 2 MB). Parsing costs ~15x the file size in memory
+# (a 50 MB config.json peaked at 724 MB RSS), so anything above this is refused from its size.
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
 
 # A hub id is "name" or "owner/name" made of the characters the hub allows.
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
@@ -57,21 +62,26 @@ class ModelConfig:
         return self.raw.get(key, default)
 
 
-def load_config_json(path: Path) -> dict[str, Any]:
-    """Parse config.json strictly: a JSON object or ConfigError with a one-line reason."""
+def read_config_json(path: Path) -> ParsedJson:
+    """Parse config.json within specprobe's bounds (size, nesting, integer width; see
+    ``specprobe.untrusted``): a JSON object, or ConfigError with a one-line reason."""
     try:
-        text = path.read_text(encoding="utf-8")
+        parsed = load_json_file(path, max_bytes=MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise ConfigError(f"{path.name} is missing") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path.name} cannot be read: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(data, dict):
+    except OSError as exc:
+        raise ConfigError(f"{path.name} cannot be read: {exc.strerror or exc}") from None
+    except UntrustedInputError as exc:
+        raise ConfigError(str(exc)) from None
+    if not isinstance(parsed.value, dict):
         raise ConfigError(f"{path.name} is not a JSON object")
-    return data
+    return parsed
+
+
+def load_config_json(path: Path) -> dict[str, Any]:
+    """Parse config.json strictly: a JSON object or ConfigError with a one-line reason."""
+    value: dict[str, Any] = read_config_json(path).value
+    return value
 
 
 def _int(value: Any) -> int | None:

@@ -6,19 +6,35 @@ families turn into findings. Only regular files inside the folder are opened, an
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from specprobe.checkpoint.safetensors_header import HeaderError, SafetensorsHeader, TensorEntry, read_header
-from specprobe.hfconfig import ConfigError, load_config_json
+from specprobe.checkpoint.safetensors_header import (
+    MAX_HEADER_BYTES,
+    HeaderError,
+    SafetensorsHeader,
+    TensorEntry,
+    read_header,
+)
+from specprobe.hfconfig import ConfigError, read_config_json
+from specprobe.untrusted import UntrustedInputError, load_json_file
 
 # Pickle containers: engines may unpickle them, specprobe never does.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 # Trainer by-products that are pickles but not weights.
 NON_WEIGHT_PICKLES = ("training_args.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
+# A shard index is ~100 bytes per tensor: the largest public checkpoints (DeepSeek-V3, Kimi-K2, ~100k
+# tensors) need about 10-15 MB; a drafter's is under 2 kB.
+MAX_INDEX_BYTES = 16 * 1024 * 1024
+# All headers of one folder together: a drafter has one or a few files; the bound keeps a folder of
+# thousands of hostile files from costing more than one large real checkpoint's headers.
+MAX_TOTAL_HEADER_BYTES = 4 * MAX_HEADER_BYTES
+# Entries looked at below the top level when searching for symlink loops and escapes (no file there is
+# read; engines read only the top level of a drafter folder).
+MAX_WALK_ENTRIES = 10_000
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,7 @@ class Checkpoint:
     python_files: list[str] = field(default_factory=list)
     escaping_symlinks: list[tuple[str, str]] = field(default_factory=list)
     index_file: str | None = None
+    config_nonfinite: tuple[str, ...] = ()  # NaN/Infinity literals config.json used
     headers: dict[str, SafetensorsHeader] = field(default_factory=dict)
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     issues: list[FileIssue] = field(default_factory=list)
@@ -80,47 +97,128 @@ def _hf_cache_blob(target: Path, root: Path) -> bool:
     return root.parent.name == "snapshots" and _inside(target, repo_dir / "blobs")
 
 
+def _symlink_target(path: Path) -> Path | None:
+    """Where a symlink finally points, or None when the chain loops (or is too long to follow)."""
+    try:
+        return path.resolve(strict=False)
+    except (RuntimeError, OSError):  # Python 3.11 raises RuntimeError on a loop, 3.13 OSError(ELOOP)
+        return None
+
+
+def _check_symlink(ckpt: Checkpoint, root: Path, relative: str) -> bool:
+    """Record a looping or escaping symlink; True when the link may be followed."""
+    path = root / relative
+    target = _symlink_target(path)
+    if target is None:
+        ckpt.issue(
+            "file-unreadable",
+            f"{relative} is a symlink loop: neither specprobe nor an engine can open it",
+            relative,
+        )
+        return False
+    if not _inside(target, root) and not _hf_cache_blob(target, root):
+        ckpt.escaping_symlinks.append((relative, str(target)))
+        return False
+    return True
+
+
+def _walk_below(ckpt: Checkpoint, root: Path, folders: list[str]) -> None:
+    """Look for symlink loops and escapes in subfolders without following any link; bounded."""
+    seen = 0
+    pending = list(folders)
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(root / folder) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_WALK_ENTRIES:
+                        return
+                    relative = f"{folder}/{entry.name}"
+                    if entry.is_symlink():
+                        _check_symlink(ckpt, root, relative)
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append(relative)
+        except OSError:
+            continue  # a folder that vanished or cannot be listed holds nothing an engine reads
+
+
 def _scan(ckpt: Checkpoint, root: Path) -> set[str]:
-    """List the top-level entries; returns the names of regular files that may be opened."""
+    """List the top-level entries; returns the names of regular files that may be opened.
+
+    A name is only a candidate here: every read opens it again through ``open_regular``, which refuses
+    anything that is not a regular file by then (a file may vanish or be swapped after this listing).
+    """
     readable: set[str] = set()
+    folders: list[str] = []
     with os.scandir(root) as entries:
         names = sorted(entry.name for entry in entries)
     for name in names:
         path = root / name
-        if path.is_symlink():
-            target = path.resolve()
-            if not _inside(target, root) and not _hf_cache_blob(target, root):
-                ckpt.escaping_symlinks.append((name, str(target)))
+        try:
+            is_link = path.is_symlink()
+            if is_link and not _check_symlink(ckpt, root, name):
                 continue
-        if path.is_file():
+            mode = path.stat().st_mode if is_link else path.lstat().st_mode
+        except OSError:
+            continue  # vanished since the listing: nothing to read
+        if stat.S_ISREG(mode):
             readable.add(name)
+        elif stat.S_ISDIR(mode) and not is_link:
+            folders.append(name)
+    _walk_below(ckpt, root, folders)
     return readable
 
 
 def _load_config(ckpt: Checkpoint, readable: set[str]) -> None:
     path = ckpt.root / "config.json"
     if "config.json" not in readable:
+        if any(issue.location == "config.json" for issue in ckpt.issues) or any(
+            name == "config.json" for name, _ in ckpt.escaping_symlinks
+        ):
+            return  # already reported as a symlink loop or escape
         reason = (
-            "config.json is missing" if not path.exists() and not path.is_symlink() else "config.json is not readable"
+            "config.json is missing"
+            if not path.exists() and not path.is_symlink()
+            else "config.json is not a regular file (a folder, FIFO or device)"
         )
         ckpt.issue("config-missing", reason, "config.json")
         return
     try:
-        ckpt.config_raw = load_config_json(path)
+        parsed = read_config_json(path)
     except ConfigError as exc:
         ckpt.issue("config-invalid", str(exc), "config.json")
+        return
+    ckpt.config_raw = parsed.value
+    ckpt.config_nonfinite = parsed.nonfinite_literals
+    if parsed.nonfinite_literals:
+        ckpt.issue(
+            "config-nonfinite",
+            f"config.json uses {', '.join(parsed.nonfinite_literals)}, which is not JSON; Python's json, and so "
+            "vLLM and SGLang, read it as a float, strict JSON parsers refuse the file",
+            "config.json",
+        )
 
 
 def _read_headers(ckpt: Checkpoint, files: list[str]) -> None:
     owner: dict[str, str] = {}
+    budget = MAX_TOTAL_HEADER_BYTES
     for name in files:
+        if budget <= 0:
+            ckpt.issue(
+                "header",
+                f"{name}: not read; the folder's headers together exceed {MAX_TOTAL_HEADER_BYTES} bytes",
+                name,
+            )
+            continue
         try:
-            header = read_header(ckpt.root / name)
+            header = read_header(ckpt.root / name, max_header_bytes=min(MAX_HEADER_BYTES, budget))
         except HeaderError as exc:
             kind = exc.kind if exc.kind in ("truncated", "header") else "header"
             ckpt.issue(kind, f"{name}: {exc}", name)
             continue
         ckpt.headers[name] = header
+        budget -= header.data_start
         for problem in header.problems:
             ckpt.issue(
                 problem.kind, f"{name}: {problem.message}", f"{name}:{problem.tensor}" if problem.tensor else name
@@ -146,9 +244,12 @@ def _read_index(ckpt: Checkpoint, index_name: str, readable: set[str]) -> list[s
     """Validate the shard index; returns the shard files to read, or None when the index is unusable."""
     ckpt.index_file = index_name
     try:
-        index = json.loads((ckpt.root / index_name).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        ckpt.issue("index-invalid", f"{index_name} is not valid JSON ({exc})", index_name)
+        index = load_json_file(ckpt.root / index_name, max_bytes=MAX_INDEX_BYTES).value
+    except OSError as exc:
+        ckpt.issue("index-invalid", f"{index_name} cannot be read: {exc.strerror or exc}", index_name)
+        return None
+    except UntrustedInputError as exc:
+        ckpt.issue("index-invalid", str(exc), index_name)
         return None
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not all(

@@ -9,12 +9,14 @@ check does not grow with the checkpoint size and no code from the file can run.
 from __future__ import annotations
 
 import itertools
-import json
 import math
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from specprobe.untrusted import UntrustedInputError, open_regular, parse_json
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,8 +61,14 @@ NUMPY_DTYPES: dict[str, str] = {
     "BF16": "<u2",  # read as raw 16-bit words and widened to float32 by the caller
 }
 
-# The safetensors library refuses headers above 100 MB; a larger length is a corrupt or hostile file.
-MAX_HEADER_BYTES = 100 * 1024 * 1024
+# The safetensors library refuses headers above 100 MB; specprobe reads at most 8 MiB. A header is about
+# 100 bytes per tensor: 8 MiB holds ~80,000 tensors, where a drafter has tens and one shard of the largest
+# public checkpoints a few thousand. Parsing costs ~15x the header in memory and ~0.3 s per MB (a 75 MB
+# header took 23 s and 1.1 GB RSS), so the bound keeps a hostile length from costing more than the check.
+SAFETENSORS_MAX_HEADER_BYTES = 100_000_000
+MAX_HEADER_BYTES = 8 * 1024 * 1024
+# Sizes and offsets are u64 in the format (usize in the reference loader).
+_U64_LIMIT = 2**64
 
 
 class HeaderError(Exception):
@@ -113,39 +121,73 @@ def _parse_entry(name: str, raw: Any) -> tuple[str, tuple[int, ...], int, int]:
     offsets = raw.get("data_offsets")
     if not isinstance(dtype, str):
         raise HeaderError("header", f"tensor {name!r} has no dtype")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise HeaderError("header", f"tensor {name!r} has an invalid shape {shape!r}")
+    if not isinstance(shape, list) or not all(_is_u64(d) for d in shape):
+        raise HeaderError("header", f"tensor {name!r} has an invalid shape {_short(shape)}")
+    if _checked_nbytes(shape, DTYPE_SIZES.get(dtype, 1)) is None:
+        raise HeaderError("header", f"tensor {name!r}: shape {_short(shape)} overflows 64 bits")
     if (
         not isinstance(offsets, list)
         or len(offsets) != 2
-        or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+        or not all(_is_u64(o) for o in offsets)
         or offsets[0] > offsets[1]
     ):
-        raise HeaderError("header", f"tensor {name!r} has invalid data_offsets {offsets!r}")
+        raise HeaderError("header", f"tensor {name!r} has invalid data_offsets {_short(offsets)}")
     return dtype, tuple(shape), offsets[0], offsets[1]
 
 
-def read_header(path: Path) -> SafetensorsHeader:
-    """Read and validate the header of ``path``; raises HeaderError when nothing can be trusted."""
+def _checked_nbytes(shape: list[int], itemsize: int) -> int | None:
+    """Element count x itemsize, multiplied left to right as the reference loader's checked
+    multiplication does; None once it leaves 64 bits (also keeps a hostile rank from building a
+    million-digit product)."""
+    total = itemsize
+    for dim in shape:
+        total *= dim
+        if total >= _U64_LIMIT:
+            return None
+    return total
+
+
+def _is_u64(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _U64_LIMIT
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """A value quoted in a message, cut short: a hostile shape can be a megabyte long."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def read_header(path: Path, *, max_header_bytes: int = MAX_HEADER_BYTES) -> SafetensorsHeader:
+    """Read and validate the header of ``path``; raises HeaderError when nothing can be trusted.
+
+    Only a regular file is opened (``open_regular``); a header longer than ``max_header_bytes`` is
+    refused from its 8-byte length, before it is read.
+    """
     try:
-        with path.open("rb") as handle:
-            file_size = path.stat().st_size
+        with open_regular(path) as handle:
+            file_size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(8)
             if len(prefix) < 8:
                 raise HeaderError("truncated", f"{file_size} bytes, too short to hold a header length")
             (header_len,) = struct.unpack("<Q", prefix)
-            if header_len > MAX_HEADER_BYTES or header_len > file_size - 8:
+            if header_len > file_size - 8 or header_len > SAFETENSORS_MAX_HEADER_BYTES:
                 raise HeaderError(
                     "header",
                     f"header length {header_len} does not fit in the {file_size}-byte file",
+                )
+            if header_len > max_header_bytes:
+                raise HeaderError(
+                    "header",
+                    f"header is {header_len} bytes, above the {max_header_bytes}-byte limit specprobe reads "
+                    "(~100 bytes per tensor; real shards hold a few thousand tensors at most)",
                 )
             raw_header = handle.read(header_len)
     except OSError as exc:
         raise HeaderError("unreadable", f"cannot read: {exc.strerror or exc}") from None
     try:
-        parsed = json.loads(raw_header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HeaderError("header", f"header is not valid UTF-8 JSON ({exc})") from None
+        parsed = parse_json(raw_header, what="header").value
+    except UntrustedInputError as exc:
+        raise HeaderError("header", str(exc)) from None
     if not isinstance(parsed, dict):
         raise HeaderError("header", "header is not a JSON object")
 
@@ -161,12 +203,12 @@ def read_header(path: Path) -> SafetensorsHeader:
         header.tensors[name] = entry
         size = DTYPE_SIZES.get(dtype)
         if size is None:
-            header.problems.append(HeaderProblem("dtype", f"tensor {name!r} has unknown dtype {dtype!r}", name))
+            header.problems.append(HeaderProblem("dtype", f"tensor {name!r} has unknown dtype {_short(dtype)}", name))
         elif math.prod(shape) * size != end - begin:
             header.problems.append(
                 HeaderProblem(
                     "size",
-                    f"tensor {name!r}: shape {list(shape)} x {dtype} is {math.prod(shape) * size} bytes, "
+                    f"tensor {name!r}: shape {_short(list(shape))} x {dtype} is {math.prod(shape) * size} bytes, "
                     f"data_offsets span {end - begin}",
                     name,
                 )
@@ -207,7 +249,7 @@ def read_raw(entry: TensorEntry, path: Path, *, max_bytes: int) -> bytes:
     """One small tensor's bytes with a single bounded read (d2t/t2d)."""
     if entry.nbytes > max_bytes:
         raise HeaderError("size", f"tensor {entry.name!r} is {entry.nbytes} bytes, above the {max_bytes}-byte limit")
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         handle.seek(entry.begin)
         data = handle.read(entry.nbytes)
     if len(data) != entry.nbytes:

@@ -110,6 +110,20 @@ INDEX_PATH_ESCAPE = rule(
     "the index names a shard path outside the checkpoint folder",
     SHARD_INDEX,
 )
+FILE_UNREADABLE = rule(
+    "FILES-UNREADABLE",
+    FAMILY,
+    Severity.ERROR,
+    "a file in the drafter folder cannot be opened (a symlink loop); the folder is not loadable as shipped",
+    "https://man7.org/linux/man-pages/man2/open.2.html#ERRORS",
+)
+CONFIG_NONSTANDARD_JSON = rule(
+    "FILES-CONFIG-NONSTANDARD-JSON",
+    FAMILY,
+    Severity.INFO,
+    "config.json uses NaN/Infinity, which Python's json (and so the engines) accepts but JSON does not",
+    "https://docs.python.org/3/library/json.html#infinite-and-nan-number-values",
+)
 
 _BY_KIND: dict[str, tuple[Rule, str | None]] = {
     "config-missing": (CONFIG_MISSING, "add the drafter's config.json (architectures, hidden_size, vocab sizes)"),
@@ -130,6 +144,8 @@ _BY_KIND: dict[str, tuple[Rule, str | None]] = {
     "index-unlisted": (INDEX_UNLISTED, "regenerate the index so every tensor is listed once"),
     "duplicate": (TENSOR_DUPLICATE, "keep each tensor in exactly one file"),
     "path-escape": (INDEX_PATH_ESCAPE, "shard names must be plain file names inside the folder"),
+    "file-unreadable": (FILE_UNREADABLE, "replace the link with the file it should point at, or remove it"),
+    "config-nonfinite": (CONFIG_NONSTANDARD_JSON, "write a number (or null) where the value is not meant to be NaN"),
 }
 
 

@@ -193,6 +193,14 @@ def apply_file_ops(folder: Path, ops: list[dict[str, Any]], sandbox: Path) -> No
             outside = sandbox / "outside.safetensors"
             shutil.copyfile(folder / "model.safetensors", outside)
             (folder / op["name"]).symlink_to(outside)
+        elif kind == "symlink-loop":
+            # Two links pointing at each other: opening either fails with ELOOP.
+            (folder / op["name"]).symlink_to(op["name"] + ".loop")
+            (folder / (op["name"] + ".loop")).symlink_to(op["name"])
+        elif kind == "config-literal":
+            # A raw JSON literal (NaN, Infinity) spliced into config.json, which json.dumps cannot write.
+            text = (folder / "config.json").read_text(encoding="utf-8").rstrip().removesuffix("}")
+            (folder / "config.json").write_text(f'{text}, "{op["key"]}": {op["literal"]}}}', encoding="utf-8")
         else:
             raise ValueError(f"unknown file op {kind}")
 
