@@ -16,6 +16,7 @@ from specprobe.context import CheckContext, Family
 from specprobe.engine_spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.findings import Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
+from specprobe.untrusted import exists, expand_user, is_dir
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
 # Newest releases whose behaviour the engine-specific rules encode, used when no snapshot is shipped.
@@ -82,10 +83,10 @@ def build_context(
     method: str | None = None,
     deep: bool = False,
 ) -> CheckContext:
-    draft_path = Path(draft_dir).expanduser()
-    if not draft_path.exists():
+    draft_path = expand_user(draft_dir)
+    if not exists(draft_path):
         raise SpecprobeError(f"draft folder {draft_path} does not exist")
-    if not draft_path.is_dir():
+    if not is_dir(draft_path):
         raise SpecprobeError(f"draft {draft_path} is not a folder")
     engines, explicit = parse_engine(engine)
     engine_spec = parse_engine_spec(engine) if engine is not None else None

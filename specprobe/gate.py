@@ -24,6 +24,7 @@ from specprobe.engine_spec import EngineSpec
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.hfconfig import looks_like_hub_id
 from specprobe.rules import deploy as deploy_rules
+from specprobe.untrusted import is_dir, is_file
 
 __all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model"]
 
@@ -64,9 +65,9 @@ def resolve_model(deployment: Deployment, spec: str | None, role: str) -> ModelR
     if _UNEXPANDED.search(spec):
         return ModelRef(spec, why_not=f"{role} {spec!r} refers to an environment variable that is not set in the file")
     path = deployment.resolve_path(spec)
-    if path is not None and path.is_dir():
+    if path is not None and is_dir(path):
         return ModelRef(spec, folder=path)
-    if path is not None and path.is_file() and path.name == "config.json":
+    if path is not None and is_file(path) and path.name == "config.json":
         return ModelRef(spec, folder=path.parent)
     if looks_like_hub_id(spec) and not spec.startswith((".", "/")):
         folder = _hub_cache_folder(spec)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.findings import SpecprobeError
-from specprobe.untrusted import ParsedJson, UntrustedInputError, load_json_file
+from specprobe.untrusted import ParsedJson, UntrustedInputError, exists, expand_user, is_dir, is_file, load_json_file
 
 # A real config.json is a few kB; the largest we know of are image classifiers whose id2label and
 # label2id name 21,841 ImageNet-22k classes (about 2 MB). Parsing costs ~15x the file size in memory
@@ -245,7 +245,7 @@ def classify_attention(config: ModelConfig) -> AttentionKind:
 
 
 def looks_like_hub_id(spec: str) -> bool:
-    return bool(_HUB_ID.match(spec)) and not Path(spec).exists()
+    return bool(_HUB_ID.match(spec)) and not exists(Path(spec))
 
 
 def resolve_config_path(spec: str) -> Path:
@@ -254,10 +254,10 @@ def resolve_config_path(spec: str) -> Path:
     Hub look-ups honour HF_HUB_OFFLINE and the local cache; huggingface_hub is imported only here so
     that a local target costs nothing.
     """
-    path = Path(spec).expanduser()
-    if path.is_dir():
+    path = expand_user(spec)
+    if is_dir(path):
         return path / "config.json"
-    if path.is_file():
+    if is_file(path):
         return path
     if not looks_like_hub_id(spec):
         raise SpecprobeError(f"target {spec!r} is neither a folder, a config.json, nor a hub id")

@@ -23,6 +23,7 @@ from specprobe.engine_spec import EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
+from specprobe.untrusted import UntrustedInputError, parse_json
 
 # The command parser lives with the deployment model; these names stay importable from here.
 __all__ = ["LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
@@ -135,11 +136,10 @@ def _vllm_spec_config(command: ServeCommand) -> tuple[dict[str, Any] | None, lis
     if command.has("--speculative-config"):
         where = command.spellings["--speculative-config"]
         try:
-            parsed = json.loads(raw) if raw is not None else None
-        except json.JSONDecodeError as exc:
-            findings.append(
-                rules.SPEC_CONFIG_JSON.finding(f"not valid JSON: {exc.msg} at column {exc.colno}", location=where)
-            )
+            # Bounded as every untrusted JSON is (nesting, integer width); NaN is accepted as vLLM's json.loads does.
+            parsed = parse_json(raw, what="the value").value if raw is not None else None
+        except UntrustedInputError as exc:
+            findings.append(rules.SPEC_CONFIG_JSON.finding(str(exc), location=where))
             parsed = None
         else:
             if not isinstance(parsed, dict):
@@ -168,8 +168,8 @@ def _scalar(value: str | None) -> Any:
     if value is None:
         return True
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return parse_json(value, what=value[:40]).value
+    except UntrustedInputError:
         return value
 
 
@@ -346,7 +346,7 @@ def lint_deployment(
     else:
         result = _lint_sglang(command, schema)
     pp = command.get("--pipeline-parallel-size")
-    if pp is not None and pp.isdigit() and int(pp) > 1:
+    if pp is not None and pp.isascii() and pp.isdigit() and len(pp) < 10 and int(pp) > 1:
         result.features.add("pipeline_parallel")
     engine_label = f"{command.engine}=={version or schema.version}"
     findings: list[Finding] = []

@@ -61,6 +61,40 @@ def open_regular(path: Path) -> IO[bytes]:
         raise
 
 
+def expand_user(spec: str | Path) -> Path:
+    """``Path(spec).expanduser()``, leaving ``~name`` of a user this machine does not know as written
+    (pathlib raises RuntimeError for it)."""
+    try:
+        return Path(spec).expanduser()
+    except RuntimeError:
+        return Path(spec)
+
+
+def is_dir(path: Path) -> bool:
+    """``path.is_dir()`` that answers False for any path the OS refuses to look up (a name longer than
+    NAME_MAX or PATH_MAX, a NUL byte, a symlink loop) instead of raising."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def is_file(path: Path) -> bool:
+    """``path.is_file()`` that answers False instead of raising (see ``is_dir``)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def exists(path: Path) -> bool:
+    """``path.exists()`` that answers False instead of raising (see ``is_dir``)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def read_bounded(path: Path, *, max_bytes: int, what: str) -> bytes:
     """The whole of a regular file no larger than ``max_bytes``; UntrustedInputError above it."""
     with open_regular(path) as handle:

@@ -25,6 +25,7 @@ from specprobe.hfconfig import (
     parse_model_config,
     resolve_config_path,
 )
+from specprobe.untrusted import expand_user, is_dir
 
 
 def parse_engine(spec: str) -> tuple[str, Version | None]:
@@ -135,8 +136,8 @@ def _check_detection(path: Path) -> tuple[str | None, str | None]:
 def classify_draft(spec: str) -> DraftInfo:
     """A drafter folder -> its format and architecture; a missing folder is exit 2, an unreadable
     config.json leaves both unknown (check reports checkpoint problems, matrix only pairs)."""
-    path = Path(spec).expanduser()
-    if not path.is_dir():
+    path = expand_user(spec)
+    if not is_dir(path):
         raise SpecprobeError(f"draft {spec!r} is not a folder")
     draft_format, architecture = _check_detection(path)
     if draft_format is not None:

@@ -8,7 +8,6 @@ point where a reviewer edits.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
 from specprobe.engine_spec import EngineSpec
 from specprobe.findings import Finding
+from specprobe.untrusted import UntrustedInputError, expand_user, parse_json
 
 
 class VersionSource(StrEnum):
@@ -126,7 +126,7 @@ class Deployment:
         """A path as written, relative to the deployment file's folder when relative; None for no spec."""
         if not spec:
             return None
-        path = Path(spec).expanduser()
+        path = expand_user(spec)
         if not path.is_absolute() and self.base_dir is not None:
             path = self.base_dir / path
         return path
@@ -137,8 +137,8 @@ def _scalar(value: str | None) -> Any:
     if value is None:
         return True
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        return parse_json(value, what="the value").value
+    except UntrustedInputError:
         return value
 
 
@@ -154,8 +154,8 @@ def speculative_settings(command: ServeCommand) -> dict[str, Any]:
     raw = command.get("--speculative-config")
     if raw is not None:
         try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
+            parsed = parse_json(raw, what="--speculative-config").value
+        except UntrustedInputError:
             parsed = None
         if isinstance(parsed, dict):
             settings.update(parsed)
