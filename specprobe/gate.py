@@ -204,6 +204,11 @@ def gate_deployments(
             if deployment.file is not None:
                 report.add(_version_finding(deployment))
         report.extend(examine(deployment, strict=strict))
+    if strict:
+        # Under --strict what could not be examined counts: the gate must not pass on what it did not see.
+        for finding in report.findings:
+            if finding.rule == deploy_rules.NOT_EXAMINED.id and finding.severity is Severity.INFO:
+                finding.severity = Severity.WARNING
     if len(deployments) == 1 and not list(files)[1:]:
         only = deployments[0]
         report.subject = {

@@ -315,14 +315,21 @@ def _finding_line(deployment: Deployment, finding: Finding) -> int | None:
     """The line a command finding points at: the key of the speculative settings it names, else its flag."""
     command = deployment.command
     if finding.rule in (rules.SPEC_CONFIG_KEY.id, rules.SPEC_CONFIG_VALUE.id):
+        # The key the message names first (a "did you mean" suggestion comes after it).
+        named: list[tuple[int, str]] = []
         for key in deployment.speculative:
-            named = f"{key!r}" in finding.message or finding.message.startswith((f"{key}=", f"{key} "))
-            if named and f"speculative.{key}" in deployment.source.fields:
+            if finding.message.startswith((f"{key}=", f"{key} ")):
+                named.append((0, key))
+            elif (at := finding.message.find(f"{key!r}")) >= 0:
+                named.append((at, key))
+        for _, key in sorted(named):
+            if f"speculative.{key}" in deployment.source.fields:
                 return deployment.source.fields[f"speculative.{key}"]
     if command is not None and finding.location:
         for flag, spelled in command.spellings.items():
             if spelled == finding.location:
-                return deployment.flag_line(flag)
+                # An unknown flag is about the flag itself; the other rules are about its value.
+                return deployment.flag_line(flag, value=finding.rule != rules.UNKNOWN_FLAG.id)
     return deployment.source.line_of("speculative", "command")
 
 

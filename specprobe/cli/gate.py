@@ -1,0 +1,70 @@
+"""`specprobe gate PATH... | gate -- LAUNCH...`: one pre-deploy gate over the deployment files a team has."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
+
+
+class FailOn(StrEnum):
+    """The mildest severity that fails the gate (exit 1)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@cannot_run_guard
+def _gate(
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Deployment files or folders (Kubernetes, compose, shell script, vLLM --config YAML, "
+            "specprobe manifest YAML/TOML), or a launch command after --.",
+            show_default=False,
+        ),
+    ] = None,
+    *,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            "-e",
+            help="Engine version for deployments whose manifest names none, e.g. vllm==0.33.0 "
+            "(else the image tag, the live install, the newest snapshot).",
+        ),
+    ] = None,
+    fmt: FormatOption = None,
+    output: OutputOption = None,
+    fail_on: Annotated[
+        FailOn, typer.Option("--fail-on", help="Fail (exit 1) on errors only, or on warnings too.")
+    ] = FailOn.ERROR,
+    strict: StrictOption = False,
+) -> None:
+    """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
+    and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
+    from specprobe.deploy.argv import looks_like_serve_command
+    from specprobe.engine_spec import parse_optional_engine_spec
+    from specprobe.findings import SpecprobeError
+    from specprobe.gate import gate_deployments, gate_paths
+
+    given = list(paths or [])
+    if not given:
+        raise SpecprobeError("give deployment files, or a launch command after --")
+    spec = parse_optional_engine_spec(engine, allow_range=False)
+    if looks_like_serve_command(given) and not Path(given[0]).exists():
+        from specprobe.deploy.model import deployment_from_argv
+
+        report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict)
+    else:
+        report = gate_paths(given, engine=spec, strict=strict)
+    emit(report, fmt, output, strict=strict or fail_on is FailOn.WARNING)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `specprobe gate` to the app."""
+    app.command("gate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(_gate)

@@ -1,0 +1,189 @@
+"""docker-compose files parsed into deployments: every service's ``entrypoint`` + ``command`` (a string,
+split like Compose splits it, or a list), ``environment`` (list or map), ``${VAR:-default}``
+interpolation from ``environment`` and the ``.env`` file beside the compose file, and ``command``
+alone run through the image's entrypoint.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from specprobe.deploy.engines import image_engine
+from specprobe.deploy.launch import Search, find_launches, through_entrypoint, to_deployments
+from specprobe.deploy.model import Deployment
+from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
+from specprobe.findings import Finding
+from specprobe.rules import deploy as rules
+
+# Compose interpolation: $$ escapes, ${VAR}, ${VAR:-default}, ${VAR-default}, $VAR
+# (https://docs.docker.com/reference/compose-file/interpolation/).
+_INTERPOLATION = re.compile(
+    r"\$\$|\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<default>[^}]*))?\}|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
+)
+_DOTENV_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+
+
+def is_compose(documents: list[Any]) -> bool:
+    first = documents[0] if documents else None
+    return isinstance(first, dict) and isinstance(first.get("services"), dict)
+
+
+def interpolate(text: str, variables: dict[str, str]) -> str:
+    """Compose's interpolation of one value; unknown variables without a default stay as written."""
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group("braced") or match.group("bare")
+        if name in variables and (variables[name] or not (match.group("op") or "").startswith(":")):
+            return variables[name]
+        op = match.group("op") or ""
+        if op.endswith("-"):
+            return match.group("default") or ""
+        return match.group(0)
+
+    return _INTERPOLATION.sub(substitute, text)
+
+
+def read_dotenv(folder: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines of ``folder/.env`` (what Compose reads for interpolation); absent -> {}."""
+    path = folder / ".env"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    variables: dict[str, str] = {}
+    for raw in text.splitlines()[:10_000]:
+        match = _DOTENV_LINE.match(raw)
+        if match:
+            value = match.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            variables[match.group(1)] = value
+    return variables
+
+
+def _environment(service: LineDict, variables: dict[str, str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    raw = service.get("environment")
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            if value is not None:
+                env[str(key)] = interpolate(str(value), variables)
+    elif isinstance(raw, list):
+        for item in raw:
+            if isinstance(item, str) and "=" in item:
+                key, _, value = item.partition("=")
+                env[key] = interpolate(value, variables)
+    return env
+
+
+def _words(
+    service: LineDict, key: str, name: str, variables: dict[str, str], problems: list[Finding]
+) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]] | None:
+    """``command`` or ``entrypoint`` as words with lines: a string is split like a shell would (no shell
+    runs it), a list is taken item by item."""
+    if key not in service or service[key] is None:
+        return None
+    value = service[key]
+    line = service.line_of(key)
+    if isinstance(value, str):
+        try:
+            split = shlex.split(interpolate(value, variables))
+        except ValueError as exc:
+            bad = rules.VALUE.finding(f"{name}: {key} cannot be split into words: {exc}", location=key)
+            bad.line = line
+            problems.append(bad)
+            return None
+        split_lines: list[int | None] = [line] * len(split)
+        return split, split_lines, {}
+    if isinstance(value, LineList):
+        words: list[str] = []
+        lines: list[int | None] = []
+        origins: dict[int, tuple[int, bool]] = {}
+        for index, item in enumerate(value):
+            if isinstance(item, dict | list):
+                bad = rules.VALUE.finding(f"{name}: {key}[{index}] is not a string", location=f"{key}[{index}]")
+                bad.line = value.line_of(index)
+                problems.append(bad)
+                continue
+            words.append(interpolate("" if item is None else str(item), variables))
+            lines.append(value.line_of(index))
+            origins[len(words) - 1] = block_first_line(value, index)
+        return words, lines, origins
+    bad = rules.VALUE.finding(f"{name}: {key} must be a string or a list, got {type(value).__name__}", location=key)
+    bad.line = line
+    problems.append(bad)
+    return None
+
+
+def _device(service: LineDict) -> str | None:
+    if "runtime" in service and service.get("runtime") == "nvidia":
+        return "cuda"
+    deploy = service.get("deploy")
+    text = repr(deploy.get("resources")) if isinstance(deploy, dict) else ""
+    return "cuda" if "gpu" in text or "nvidia" in text else None
+
+
+def parse_compose(documents: list[Any], file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    """Deployments of every service that runs an engine, and findings about the others."""
+    root = documents[0]
+    dotenv = read_dotenv(base_dir)
+    deployments: list[Deployment] = []
+    findings: list[Finding] = []
+    for service_name, service in root["services"].items():
+        if not isinstance(service, LineDict):
+            continue
+        name = f"compose/service/{service_name}"
+        problems: list[Finding] = []
+        env = _environment(service, dotenv)
+        scope = {**dotenv, **env}
+        image_raw = service.get("image")
+        image = interpolate(image_raw, dotenv) if isinstance(image_raw, str) else None
+        entrypoint = _words(service, "entrypoint", name, scope, problems)
+        command = _words(service, "command", name, scope, problems)
+        words: list[str] = []
+        lines: list[int | None] = []
+        origins: dict[int, tuple[int, bool]] = {}
+        for part in (entrypoint, command):
+            if part is not None:
+                origins.update({len(words) + i: origin for i, origin in part[2].items()})
+                words.extend(part[0])
+                lines.extend(part[1])
+        search = Search(findings=problems)
+        if entrypoint is None and command is not None:
+            before = len(words)
+            words, lines, doubled = through_entrypoint(image, words, lines, service.line_of("image"))
+            origins = {index + len(words) - before: origin for index, origin in origins.items()}
+            search.findings.extend(doubled)
+        if words:
+            found = find_launches(words, lines, image=image, variables=scope, text_origin=origins)
+            search.launches.extend(found.launches)
+            search.findings.extend(found.findings)
+        made, leftover = to_deployments(
+            search,
+            name=name,
+            file=file,
+            base_dir=base_dir,
+            line=service.line,
+            image=image,
+            image_line=service.line_of("image") if "image" in service else None,
+            device=_device(service),
+        )
+        if not made and image is not None and image_engine(image) is not None:
+            how = "its image's default command" if not words else f"`{' '.join(words[:4])} ...`"
+            note = rules.NO_LAUNCH.finding(
+                f"{name}: engine image {image} runs {how}, which is no serve command specprobe recognises",
+                location=image,
+            )
+            note.line = service.line
+            leftover.append(note)
+        for finding in leftover:
+            finding.file, finding.deployment = file, name
+            finding.line = finding.line or service.line
+        deployments.extend(made)
+        findings.extend(leftover)
+    return deployments, findings

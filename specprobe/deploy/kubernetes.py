@@ -1,0 +1,202 @@
+"""Kubernetes manifests (Deployment, StatefulSet, Pod, Job, CronJob, DaemonSet, List, and any custom
+resource that embeds a pod spec, e.g. LeaderWorkerSet) parsed into deployments.
+
+Every container is read (init containers and sidecars count only when they run an engine): its
+``command`` + ``args`` with ``$(VAR)`` expanded from its ``env`` the way the kubelet does, ``args``
+alone run through the image's entrypoint, and the ``["/bin/sh", "-c", "<script>"]`` form.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from specprobe.deploy.engines import image_engine
+from specprobe.deploy.launch import Search, find_launches, through_entrypoint, to_deployments
+from specprobe.deploy.model import Deployment
+from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
+from specprobe.findings import Finding
+from specprobe.rules import deploy as rules
+
+# $(VAR) references; $$ escapes a dollar (https://kubernetes.io/docs/tasks/inject-data-application/
+# define-interdependent-environment-variables/).
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_CONTAINER_LISTS = ("initContainers", "containers")
+_MAX_WALK = 10_000
+_MAX_DEPTH = 12
+
+
+def expand_references(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion: defined names are replaced, ``$$`` becomes ``$``, the rest stays."""
+
+    def substitute(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return env.get(name, match.group(0))
+
+    return _REFERENCE.sub(substitute, text)
+
+
+def is_kubernetes(documents: list[Any]) -> bool:
+    return any(isinstance(d, dict) and "apiVersion" in d and "kind" in d for d in documents)
+
+
+def _pod_specs(node: Any) -> list[LineDict]:
+    """Every mapping under ``node`` that holds a ``containers`` list (a pod spec), not descending into them."""
+    found: list[LineDict] = []
+    stack: list[tuple[Any, int]] = [(node, 0)]
+    seen: set[int] = set()
+    visited = 0
+    while stack and visited < _MAX_WALK:
+        current, depth = stack.pop()
+        if id(current) in seen or depth > _MAX_DEPTH:
+            continue
+        seen.add(id(current))
+        visited += 1
+        if isinstance(current, LineDict):
+            if isinstance(current.get("containers"), list):
+                found.append(current)
+                continue
+            stack.extend((value, depth + 1) for value in reversed(list(current.values())))
+        elif isinstance(current, LineList):
+            stack.extend((value, depth + 1) for value in reversed(current))
+    return found
+
+
+def _strings(
+    container: LineDict, key: str, name: str, problems: list[Finding]
+) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]] | None:
+    """A container's command or args as strings with their lines; a wrong type is a finding."""
+    if key not in container or container[key] is None:
+        return None
+    value = container[key]
+    if not isinstance(value, LineList):
+        bad = rules.VALUE.finding(f"{name}: {key} must be a list of strings, got {type(value).__name__}", location=key)
+        bad.line = container.line_of(key)
+        problems.append(bad)
+        return None
+    words: list[str] = []
+    lines: list[int | None] = []
+    origins: dict[int, tuple[int, bool]] = {}
+    for index, item in enumerate(value):
+        if isinstance(item, dict | list):
+            bad = rules.VALUE.finding(f"{name}: {key}[{index}] is not a string", location=f"{key}[{index}]")
+            bad.line = value.line_of(index)
+            problems.append(bad)
+            continue
+        words.append("" if item is None else str(item))
+        lines.append(value.line_of(index))
+        origins[len(words) - 1] = block_first_line(value, index)
+    return words, lines, origins
+
+
+def _environment(container: LineDict) -> dict[str, str]:
+    """The container's env with values known from the file, each expanded against the ones before it."""
+    env: dict[str, str] = {}
+    for item in container.get("env") or []:
+        if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
+            value = item.get("value")
+            env[item["name"]] = expand_references("" if value is None else str(value), env)
+    return env
+
+
+def _device(container: LineDict) -> str | None:
+    resources = container.get("resources")
+    if isinstance(resources, dict):
+        for section in ("limits", "requests"):
+            amounts = resources.get(section)
+            if isinstance(amounts, dict) and any("gpu" in str(key) for key in amounts):
+                return "cuda"
+    return None
+
+
+def _container(
+    container: LineDict, name: str, file: str, base_dir: Path
+) -> tuple[list[Deployment], list[Finding]]:
+    problems: list[Finding] = []
+    image = container.get("image") if isinstance(container.get("image"), str) else None
+    env = _environment(container)
+    command = _strings(container, "command", name, problems)
+    args = _strings(container, "args", name, problems)
+    words: list[str] = []
+    lines: list[int | None] = []
+    origins: dict[int, tuple[int, bool]] = {}
+    for part in (command, args):
+        if part is not None:
+            for index, origin in part[2].items():
+                origins[len(words) + index] = origin
+            words.extend(expand_references(w, env) for w in part[0])
+            lines.extend(part[1])
+    search = Search(findings=problems)
+    if command is None and args is not None:
+        words, lines, doubled = through_entrypoint(image, words, lines, container.line_of("image"))
+        shift = len(words) - len(args[0])
+        origins = {index + shift: origin for index, origin in origins.items()}
+        search.findings.extend(doubled)
+    if words:
+        found = find_launches(words, lines, image=image, variables=env, text_origin=origins)
+        search.launches.extend(found.launches)
+        search.findings.extend(found.findings)
+    deployments, leftover = to_deployments(
+        search,
+        name=name,
+        file=file,
+        base_dir=base_dir,
+        line=container.line,
+        image=image,
+        image_line=container.line_of("image") if "image" in container else None,
+        device=_device(container),
+    )
+    if not deployments and image is not None and image_engine(image) is not None:
+        how = "its image's default command" if not words else f"`{' '.join(words[:4])} ...`"
+        note = rules.NO_LAUNCH.finding(
+            f"{name}: engine image {image} runs {how}, which is no serve command specprobe recognises",
+            location=image,
+        )
+        note.line = container.line
+        leftover.append(note)
+    for finding in leftover:
+        finding.file, finding.deployment = file, name
+        finding.line = finding.line or container.line
+    return deployments, leftover
+
+
+def _documents(documents: list[Any]) -> list[LineDict]:
+    """Top-level objects, with ``kind: List`` (kubectl get -o yaml) unpacked."""
+    objects: list[LineDict] = []
+    for document in documents:
+        if not isinstance(document, LineDict):
+            continue
+        items = document.get("items")
+        if str(document.get("kind", "")).endswith("List") and isinstance(items, list):
+            objects.extend(item for item in items if isinstance(item, LineDict))
+        else:
+            objects.append(document)
+    return objects
+
+
+def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    """Deployments of every container that runs an engine, and findings about the others."""
+    deployments: list[Deployment] = []
+    findings: list[Finding] = []
+    for obj in _documents(documents):
+        kind = str(obj.get("kind") or "Object")
+        metadata = obj.get("metadata")
+        object_name = str(metadata.get("name") or "unnamed") if isinstance(metadata, dict) else "unnamed"
+        for pod in _pod_specs(obj):
+            for list_key in _CONTAINER_LISTS:
+                containers = pod.get(list_key)
+                if not isinstance(containers, list):
+                    continue
+                for index, container in enumerate(containers):
+                    if not isinstance(container, LineDict):
+                        continue
+                    container_name = str(container.get("name") or f"{list_key}[{index}]")
+                    section = "initContainer" if list_key == "initContainers" else "container"
+                    name = f"k8s/{kind}/{object_name}/{section}/{container_name}"
+                    found, notes = _container(container, name, file, base_dir)
+                    deployments.extend(found)
+                    findings.extend(notes)
+    return deployments, findings

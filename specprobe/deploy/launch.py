@@ -1,0 +1,275 @@
+"""Finding the engine launch inside what a container or script runs.
+
+An argument vector may be the serve command itself, a shell running one (``sh -c "..."``, the form
+the engines' own Kubernetes docs use), a ``docker run IMAGE ARGS`` line, or a wrapper (``uv run``,
+``conda run -n env``, ``timeout``, ``nohup``). Container arguments without a command run through the
+image's entrypoint (``vllm/vllm-openai`` runs ``vllm serve``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from specprobe.deploy.argv import detect_engine
+from specprobe.deploy.engines import image_engine, image_entrypoint
+from specprobe.deploy.model import Deployment, deployment_from_argv
+from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, split_commands
+from specprobe.findings import Finding
+from specprobe.rules import deploy as rules
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+_CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl"})
+# docker/podman run options that take a value (the others are switches).
+_RUN_VALUE_OPTIONS = frozenset(
+    {
+        "-a", "--attach", "--add-host", "--annotation", "--blkio-weight", "--cap-add", "--cap-drop",
+        "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-period", "--cpu-quota", "--cpu-shares", "-c", "--cpus",
+        "--cpuset-cpus", "--cpuset-mems", "--device", "--device-cgroup-rule", "--dns", "--dns-option",
+        "--dns-search", "--domainname", "-e", "--env", "--env-file", "--expose", "--gpus", "--group-add",
+        "--health-cmd", "--health-interval", "--health-retries", "--health-start-period", "--health-timeout", "-h",
+        "--hostname", "--ip", "--ip6", "--ipc", "--isolation", "--kernel-memory", "-l", "--label", "--label-file",
+        "--link", "--log-driver", "--log-opt", "--mac-address", "-m", "--memory", "--memory-reservation",
+        "--memory-swap", "--mount", "--name", "--network", "--net", "--network-alias", "--oom-score-adj", "--pid",
+        "--pids-limit", "--platform", "-p", "--publish", "--pull", "--restart", "--runtime", "--security-opt",
+        "--shm-size", "--stop-signal", "--stop-timeout", "--storage-opt", "--sysctl", "--tmpfs", "--ulimit", "-u",
+        "--user", "--userns", "--uts", "-v", "--volume", "--volumes-from", "-w", "--workdir", "--entrypoint",
+    }
+)
+# Wrappers that run the rest of the line: name -> number of words they take before it.
+_WRAPPERS = {"nohup": 0, "time": 0, "stdbuf": 0, "numactl": 0, "taskset": 1, "timeout": 1, "nice": 0}
+_RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "conda": "run",
+            "mamba": "run", "micromamba": "run", "pixi": "run", "rye": "run"}
+_RUNNER_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--with", "--python", "--env", "-e", "--project"})
+MAX_DEPTH = 4
+
+
+@dataclass
+class Launch:
+    """A serve command found in a container, service or script, with the line of each word."""
+
+    argv: list[str]
+    lines: list[int | None]
+    image: str | None = None
+    variables: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Search:
+    """What a search found: launches, and findings about what it could not follow."""
+
+    launches: list[Launch] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _unwrap(argv: list[str], lines: list[int | None]) -> tuple[list[str], list[int | None]]:
+    """Drop wrappers (nohup, timeout 3600, uv run, conda run -n env) in front of the real command."""
+    i = 0
+    while i < len(argv):
+        head = PurePosixPath(argv[i]).name
+        if head in _WRAPPERS:
+            i += 1
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 1
+            i += _WRAPPERS[head]
+        elif head in _RUNNERS and i + 1 < len(argv) and argv[i + 1] == _RUNNERS[head]:
+            i += 2
+            while i < len(argv) and argv[i].startswith("-"):
+                i += 2 if argv[i] in _RUNNER_VALUE_OPTIONS else 1
+            if i < len(argv) and argv[i] == "--":
+                i += 1
+        else:
+            break
+    return argv[i:], lines[i:]
+
+
+def _shell_script(argv: list[str]) -> int | None:
+    """For ``sh [-e] -c SCRIPT ...`` the index of SCRIPT."""
+    if not argv or PurePosixPath(argv[0]).name not in _SHELLS:
+        return None
+    for i in range(1, len(argv)):
+        option = argv[i]
+        if not option.startswith("-") or option == "--":
+            return None
+        if option.startswith("-") and not option.startswith("--") and "c" in option[1:]:
+            return i + 1 if i + 1 < len(argv) else None
+    return None
+
+
+def _docker_run(argv: list[str]) -> int | None:
+    """For ``docker run [options] IMAGE ...`` the index of IMAGE."""
+    if not argv or PurePosixPath(argv[0]).name not in _CONTAINER_RUNNERS:
+        return None
+    i = 1
+    if argv[i : i + 2] == ["container", "run"]:
+        i += 2
+    elif argv[i : i + 1] == ["run"]:
+        i += 1
+    else:
+        return None
+    while i < len(argv):
+        option = argv[i]
+        if not option.startswith("-") or option == "-":
+            return i
+        i += 2 if option in _RUN_VALUE_OPTIONS else 1
+    return None
+
+
+def _docker_options(argv: list[str], image_at: int) -> tuple[dict[str, str], list[str] | None]:
+    """``-e K=V`` variables and ``--entrypoint`` of a docker run line."""
+    env: dict[str, str] = {}
+    entrypoint: list[str] | None = None
+    i = 2 if argv[1:2] == ["run"] else 3
+    while i < image_at:
+        option, eq, inline = argv[i].partition("=")
+        takes = option in _RUN_VALUE_OPTIONS and not eq
+        value = inline if eq else (argv[i + 1] if takes and i + 1 < image_at else "")
+        if option in ("-e", "--env") and "=" in value:
+            name, _, assigned = value.partition("=")
+            env[name] = assigned
+        elif option == "--entrypoint" and value:
+            entrypoint = [value]
+        i += 2 if takes else 1
+    return env, entrypoint
+
+
+def through_entrypoint(
+    image: str | None, args: list[str], args_lines: list[int | None], at_line: int | None
+) -> tuple[list[str], list[int | None], list[Finding]]:
+    """What a container with only arguments runs: the image's entrypoint followed by them.
+
+    A vllm/vllm-openai container whose arguments repeat `vllm serve` is a finding: the image runs
+    `vllm serve vllm serve ...` and vLLM refuses it.
+    """
+    entrypoint = image_entrypoint(image)
+    if entrypoint is None:
+        return args, args_lines, []
+    if detect_engine(args) is not None:
+        doubled = rules.ENTRYPOINT_DOUBLED.finding(
+            f"image {image} already runs `{' '.join(entrypoint)}`; these arguments make it run "
+            f"`{' '.join(entrypoint)} {' '.join(args[:3])} ...`",
+            location=image,
+            hint="Drop `vllm serve` from args (keep the model and flags), or set `command` explicitly.",
+        )
+        doubled.line = args_lines[0] if args_lines else at_line
+        return args, args_lines, [doubled]
+    return [*entrypoint, *args], [at_line] * len(entrypoint) + list(args_lines), []
+
+
+def find_launches(
+    argv: list[str],
+    lines: list[int | None],
+    *,
+    image: str | None = None,
+    variables: dict[str, str] | None = None,
+    text_origin: dict[int, tuple[int, bool]] | None = None,
+    depth: int = 0,
+) -> Search:
+    """Every serve command ``argv`` runs. ``text_origin`` maps a word's index to (first line of its text,
+    whether its lines follow the file) for shell strings from YAML block scalars."""
+    found = Search()
+    scope = dict(variables or {})
+    given = len(argv)
+    argv, lines = _unwrap(argv, lines)
+    dropped = given - len(argv)
+    if not argv or depth > MAX_DEPTH:
+        return found
+    if detect_engine(argv) is not None:
+        found.launches.append(Launch(list(argv), list(lines), image=image, variables=scope))
+        return found
+    script_at = _shell_script(argv)
+    if script_at is not None:
+        origin = (text_origin or {}).get(script_at + dropped)
+        first_line, follows = origin if origin is not None else (lines[script_at] or 1, True)
+        try:
+            commands = split_commands(
+                argv[script_at], first_line=first_line, lines_follow_text=follows, variables=scope
+            )
+        except ShellSyntaxError as exc:
+            bad = rules.VALUE.finding(f"the shell script given to {argv[0]} -c cannot be read: {exc}")
+            bad.line = exc.line
+            found.findings.append(bad)
+            return found
+        for command in commands:
+            inner = find_launches(
+                command.words, list(command.lines), image=image, variables=command.variables, depth=depth + 1
+            )
+            found.launches.extend(inner.launches)
+            found.findings.extend(inner.findings)
+        return found
+    image_at = _docker_run(argv)
+    if image_at is not None:
+        run_image = argv[image_at]
+        env, entrypoint = _docker_options(argv, image_at)
+        args, args_lines = argv[image_at + 1 :], lines[image_at + 1 :]
+        if entrypoint is not None:
+            args, args_lines = [*entrypoint, *args], [lines[image_at], *args_lines]
+            doubled: list[Finding] = []
+        else:
+            args, args_lines, doubled = through_entrypoint(run_image, args, args_lines, lines[image_at])
+        found.findings.extend(doubled)
+        inner = find_launches(args, args_lines, image=run_image, variables={**scope, **env}, depth=depth + 1)
+        found.launches.extend(inner.launches)
+        found.findings.extend(inner.findings)
+        if not inner.launches and image_engine(run_image) is not None:
+            note = rules.NO_LAUNCH.finding(
+                f"`{argv[0]} run {run_image}` runs no serve command specprobe recognises", location=run_image
+            )
+            note.line = lines[image_at]
+            found.findings.append(note)
+    return found
+
+
+def _unexpanded_notes(deployment: Deployment) -> list[Finding]:
+    """One finding per launch word that still holds a variable reference (target and draft are
+    reported where they are resolved)."""
+    notes = []
+    skip = {deployment.target, deployment.draft}
+    for index, word in enumerate(deployment.argv):
+        if word in skip or not UNEXPANDED.search(word):
+            continue
+        note = rules.NOT_EXAMINED.finding(
+            f"{word!r} holds a variable reference that the file does not define; its value was not examined",
+            location=word,
+        )
+        note.line = deployment.source.argv_line(index)
+        notes.append(note)
+    return notes
+
+
+def to_deployments(
+    search: Search,
+    *,
+    name: str,
+    file: str,
+    base_dir: Path,
+    line: int | None,
+    image: str | None = None,
+    image_line: int | None = None,
+    device: str | None = None,
+) -> tuple[list[Deployment], list[Finding]]:
+    """Deployments for the launches found (named ``name``, ``name#2``...) and, when none was found,
+    the search's findings for the caller to report against the file."""
+    deployments: list[Deployment] = []
+    for index, launch in enumerate(search.launches):
+        deployment = deployment_from_argv(
+            launch.argv,
+            file,
+            line,
+            argv_lines=launch.lines,
+            name=name if index == 0 else f"{name}#{index + 1}",
+            base_dir=base_dir,
+        )
+        deployment.image = launch.image or image
+        deployment.source.set("image", image_line if deployment.image == image else launch.lines[0])
+        deployment.env = {**launch.variables, **deployment.env}
+        if deployment.device is None and device is not None:
+            deployment.device = device
+        deployment.findings.extend(_unexpanded_notes(deployment))
+        deployments.append(deployment)
+    if deployments:
+        deployments[0].findings[:0] = search.findings
+        for deployment in deployments:
+            deployment.findings = [deployment.locate(f) for f in deployment.findings]
+        return deployments, []
+    return [], search.findings

@@ -1,0 +1,148 @@
+"""Reading a deployment file of any supported form: the form is told by the extension and the content.
+
+``.sh``/``.bash`` (or a ``#!`` line): a shell script. ``.toml``: specprobe's manifest. YAML/JSON:
+Kubernetes (``apiVersion`` + ``kind``), docker-compose (``services``), specprobe's manifest
+(``deployments``), else vLLM's ``--config`` file (flag-named keys such as ``model``). A folder is
+searched for such files. A file that cannot be read, or is none of these forms, is a SpecprobeError
+(exit 2); bad content in a readable file is a finding.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from specprobe.deploy.model import Deployment
+from specprobe.findings import Finding, SpecprobeError
+from specprobe.rules import deploy as rules
+
+_SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
+_YAML_SUFFIXES = (".yaml", ".yml", ".json")
+_SUFFIXES = (*_SHELL_SUFFIXES, *_YAML_SUFFIXES, ".toml")
+MAX_BYTES = 16 * 1024 * 1024
+MAX_FILES = 2000
+
+
+class UnrecognisedFileError(SpecprobeError):
+    """The file is readable but none of the deployment forms specprobe reads."""
+
+
+def _read(path: Path, shown: str) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecprobeError(f"{shown}: larger than {MAX_BYTES // (1024 * 1024)} MiB, not a deployment file")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecprobeError(f"cannot read {shown}: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise SpecprobeError(f"{shown}: not a UTF-8 text file") from None
+
+
+def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    from specprobe.deploy.launch import find_launches, to_deployments
+    from specprobe.deploy.shell import ShellSyntaxError, split_commands
+
+    try:
+        commands = split_commands(text)
+    except ShellSyntaxError as exc:
+        raise SpecprobeError(f"{shown}:{exc.line}: {exc}") from None
+    deployments: list[Deployment] = []
+    findings: list[Finding] = []
+    for command in commands:
+        search = find_launches(command.words, list(command.lines), variables=command.variables)
+        engine = search.launches[0].argv if search.launches else None
+        label = "script/" + Path(shown).name + (f":{command.line}" if engine else "")
+        made, leftover = to_deployments(search, name=label, file=shown, base_dir=base_dir, line=command.line)
+        deployments.extend(made)
+        for finding in leftover:
+            finding.file, finding.line = shown, finding.line or command.line
+            findings.append(finding)
+    return deployments, findings
+
+
+def _toml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    from specprobe.deploy.manifest import parse_manifest
+
+    try:
+        root = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecprobeError(f"{shown}: not valid TOML: {exc}") from None
+    if "deployments" not in root:
+        raise UnrecognisedFileError(f"{shown}: a TOML file without [[deployments]] is not a specprobe manifest")
+    return parse_manifest(root, shown, base_dir, toml_text=text)
+
+
+def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    from specprobe.deploy import compose, kubernetes, manifest, vllm_config
+    from specprobe.deploy.yamlsource import load_documents
+
+    documents = [d for d in load_documents(text, shown) if d is not None]
+    if kubernetes.is_kubernetes(documents):
+        return kubernetes.parse_kubernetes(documents, shown, base_dir)
+    if compose.is_compose(documents):
+        return compose.parse_compose(documents, shown, base_dir)
+    if manifest.is_manifest(documents):
+        return manifest.parse_manifest(documents[0], shown, base_dir)
+    if vllm_config.is_vllm_config(documents):
+        return vllm_config.parse_vllm_config(documents, shown, base_dir)
+    raise UnrecognisedFileError(
+        f"{shown}: not a Kubernetes manifest, compose file, vLLM config or specprobe manifest"
+    )
+
+
+def _load_file(path: Path, shown: str) -> tuple[list[Deployment], list[Finding]]:
+    text = _read(path, shown)
+    base_dir = path.parent
+    suffix = path.suffix.lower()
+    if suffix in _SHELL_SUFFIXES or text.startswith("#!"):
+        found = _shell(text, shown, base_dir)
+    elif suffix == ".toml":
+        found = _toml(text, shown, base_dir)
+    elif suffix in _YAML_SUFFIXES:
+        found = _yaml(text, shown, base_dir)
+    else:
+        try:
+            found = _yaml(text, shown, base_dir)
+        except SpecprobeError:
+            found = _shell(text, shown, base_dir)  # a launch line in a plain file
+    deployments, findings = found
+    if not deployments and not any(f.severity == "error" for f in findings):
+        note = rules.NO_LAUNCH.finding(f"{shown}: no vLLM or SGLang launch found", location=shown)
+        note.file, note.line = shown, 1
+        findings.append(note)
+    return deployments, findings
+
+
+def load_deployments(path: str) -> tuple[list[Deployment], list[Finding]]:
+    """The deployments in ``path`` (a file, or a folder searched for deployment files) and the findings
+    about its content; SpecprobeError when it cannot be read."""
+    given = Path(path).expanduser()
+    if not given.exists():
+        raise SpecprobeError(f"{path} does not exist")
+    if given.is_file():
+        return _load_file(given, path)
+    if not given.is_dir():
+        raise SpecprobeError(f"{path} is not a file")
+    deployments: list[Deployment] = []
+    findings: list[Finding] = []
+    files = sorted(
+        p
+        for p in given.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in _SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(given).parts)
+    )[:MAX_FILES]
+    for file in files:
+        try:
+            found, notes = _load_file(file, str(file))
+        except UnrecognisedFileError:
+            continue  # in a folder, files of other kinds are simply not deployment files
+        deployments.extend(found)
+        findings.extend(f for f in notes if f.rule != rules.NO_LAUNCH.id)
+    if not deployments:
+        note = rules.NO_LAUNCH.finding(f"{path}: no deployment file with a vLLM or SGLang launch", location=path)
+        findings.append(note)
+    return deployments, findings

@@ -1,0 +1,77 @@
+"""vLLM's ``--config`` YAML parsed into a deployment, the way vLLM turns it into arguments.
+
+vLLM's ``FlexibleArgumentParser.load_config_file`` (v0.33.0, ``vllm/utils/argparse_utils.py``) makes
+each key a flag: ``true`` -> ``--key``, ``false`` -> ``--no-key`` where that flag exists, a list ->
+``--key item...``, a mapping -> ``--key '<JSON>'``, anything else -> ``--key str(value)``; the
+arguments go after ``serve MODEL``. So ``speculative_config`` may be a mapping or a JSON string.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from specprobe.deploy.model import Deployment, deployment_from_argv
+from specprobe.deploy.yamlsource import LineDict
+from specprobe.findings import Finding
+
+# Keys that mark a mapping as a vLLM config (any serve flag would do; these are the ones that matter).
+_MARKERS = ("model", "speculative_config", "speculative-config", "served_model_name", "served-model-name",
+            "tensor_parallel_size", "tensor-parallel-size", "max_model_len", "max-model-len")
+
+
+def is_vllm_config(documents: list[Any]) -> bool:
+    first = documents[0] if len(documents) == 1 else None
+    return isinstance(first, dict) and any(key in first for key in _MARKERS)
+
+
+def config_arguments(config: LineDict) -> tuple[list[str], list[int | None]]:
+    """The arguments vLLM makes of the file, with the line of each."""
+    words: list[str] = []
+    lines: list[int | None] = []
+    for key, value in config.items():
+        line = config.line_of(key)
+        flag = f"--{key}"
+        if isinstance(value, bool):
+            if value:
+                words.append(flag)
+                lines.append(line)
+            continue  # --no-KEY exists only for some flags; leaving it out changes no speculative setting
+        if isinstance(value, list):
+            if value:
+                words.append(flag)
+                lines.append(line)
+                for item in value:
+                    words.append(str(item))
+                    lines.append(line)
+            continue
+        words.append(flag)
+        lines.append(line)
+        words.append(json.dumps(value) if isinstance(value, dict) else str(value))
+        lines.append(line)
+    return words, lines
+
+
+def parse_vllm_config(documents: list[Any], file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    config = documents[0]
+    if not isinstance(config, LineDict):
+        return [], []
+    words, lines = config_arguments(config)
+    deployment = deployment_from_argv(
+        ["vllm", "serve", *words],
+        file,
+        config.line,
+        argv_lines=[config.line, config.line, *lines],
+        name=f"vllm-config/{Path(file).name}",
+        base_dir=base_dir,
+    )
+    for key in ("speculative_config", "speculative-config"):
+        settings = config.get(key)
+        if isinstance(settings, LineDict):
+            for field, _ in settings.items():
+                deployment.source.set(f"speculative.{field}", settings.line_of(field))
+            deployment.source.set("method", settings.lines.get("method"))
+            deployment.source.set("draft", settings.lines.get("model"))
+    deployment.findings = [deployment.locate(f) for f in deployment.findings]
+    return [deployment], []
