@@ -14,7 +14,7 @@ from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
 from specprobe.engine_spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
-from specprobe.findings import Report, SpecprobeError
+from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
 from specprobe.untrusted import exists, expand_user, is_dir
 
@@ -119,15 +119,24 @@ def build_context(
 
 
 def run_families(ctx: CheckContext, families: Iterable[Family], report: Report) -> None:
-    """Run each family in order; a crash in one is one line on stderr, the others still run."""
+    """Run each family in order; a crash in one becomes an INTERNAL-ERROR finding (the command then
+    exits 2, never 0) and the other families still run."""
+    from specprobe.rules.internal import internal_error
+
     for family in families:
+        found: list[Finding] = []
         try:
-            report.extend(family(ctx))
+            # Collected first: a family that raises half-way must not leave half its findings behind
+            # looking like a complete verdict.
+            found = list(family(ctx))
         except Exception as exc:  # a bug in a rule must not hide the other families' findings
             where = getattr(family, "__module__", repr(family))
-            line = f"internal error in {where}: {type(exc).__name__}: {exc}"
-            ctx.notes.append(line)
-            sys.stderr.write(f"specprobe: {line}\n")
+            finding = internal_error(where, exc)
+            ctx.notes.append(finding.message)
+            report.add(finding)
+            sys.stderr.write(f"specprobe: {finding.message}\n")
+            continue
+        report.extend(found)
 
 
 def run_check(

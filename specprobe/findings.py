@@ -145,8 +145,14 @@ class Report:
         return data
 
 
+INTERNAL_ERROR_RULE = "INTERNAL-ERROR"
+"""A rule family that raised: its checks did not run, so the report is not a verdict (exit 2)."""
+
+
 def exit_code(report: Report, *, strict: bool = False) -> ExitCode:
     """The one place that turns findings into an exit code."""
+    if any(f.rule == INTERNAL_ERROR_RULE for f in report.findings):
+        return ExitCode.CANNOT_RUN
     summary = report.summary
     if summary.errors or (strict and summary.warnings):
         return ExitCode.FINDINGS

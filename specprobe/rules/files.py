@@ -15,23 +15,23 @@ if TYPE_CHECKING:
     from specprobe.context import CheckContext
 
 FAMILY = "files"
-SAFETENSORS_FORMAT = "https://github.com/huggingface/safetensors#format"
+SAFETENSORS_FORMAT = "https://github.com/huggingface/safetensors/blob/v0.6.2/README.md#format"
 HF_PICKLE = "https://huggingface.co/docs/hub/security-pickle"
-SHARD_INDEX = "https://huggingface.co/docs/transformers/main/en/big_models#sharded-checkpoints"
+SHARD_INDEX = "https://huggingface.co/docs/transformers/v4.57.0/en/big_models#sharded-checkpoints"
 
 CONFIG_MISSING = rule(
     "FILES-CONFIG-MISSING",
     FAMILY,
     Severity.ERROR,
     "config.json is missing from the drafter folder",
-    "https://huggingface.co/docs/transformers/main/en/main_classes/configuration",
+    "https://huggingface.co/docs/transformers/v4.57.0/en/main_classes/configuration",
 )
 CONFIG_INVALID = rule(
     "FILES-CONFIG-INVALID",
     FAMILY,
     Severity.ERROR,
     "config.json is not a valid JSON object",
-    "https://huggingface.co/docs/transformers/main/en/main_classes/configuration",
+    "https://huggingface.co/docs/transformers/v4.57.0/en/main_classes/configuration",
 )
 NO_WEIGHTS = rule(
     "FILES-NO-WEIGHTS", FAMILY, Severity.ERROR, "no safetensors weights in the folder", SAFETENSORS_FORMAT
@@ -78,7 +78,7 @@ OFFSETS_GAP = rule(
     FAMILY,
     Severity.ERROR,
     "tensor data must tile the data region: no gaps, no trailing bytes (the safetensors loader refuses the file)",
-    "https://github.com/huggingface/safetensors/blob/main/safetensors/src/tensor.rs",
+    "https://github.com/huggingface/safetensors/blob/v0.6.2/safetensors/src/tensor.rs",
 )
 INDEX_INVALID = rule(
     "FILES-INDEX-INVALID",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from packaging.version import InvalidVersion, Version
 
 from specprobe.checkpoint.layout import DRAFT_FORMATS
+from specprobe.compat.engine_facts import known_model_classes, layer_prefixes, source_url
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
@@ -22,12 +23,14 @@ if TYPE_CHECKING:
     from specprobe.schema.model import EngineSchema
 
 FAMILY = "layout"
-VLLM_EAGLE3_SRC = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama_eagle3.py"
-VLLM_MLA_SRC = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/deepseek_eagle3.py"
-VLLM_REGISTRY = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/registry.py"
-VLLM_SPEC_CONFIG = "https://github.com/vllm-project/vllm/blob/main/vllm/config/speculative.py"
-SGLANG_EAGLE3_SRC = "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/models/llama_eagle3.py"
-EAGLE_CNETS = "https://github.com/SafeAILab/EAGLE/blob/main/eagle/model/cnets.py"
+VLLM_EAGLE3_SRC = source_url("vllm", "0.33.0", "vllm/model_executor/models/llama_eagle3.py")
+VLLM_MLA_SRC = source_url("vllm", "0.33.0", "vllm/model_executor/models/deepseek_eagle3.py")
+VLLM_REGISTRY = source_url("vllm", "0.33.0", "vllm/model_executor/models/registry.py")
+VLLM_SPEC_CONFIG = source_url("vllm", "0.33.0", "vllm/config/speculative.py")
+SGLANG_EAGLE3_SRC = source_url("sglang", "0.5.23", "sglang/srt/models/llama_eagle3.py")
+SGLANG_MODEL_CONFIG = source_url("sglang", "0.5.23", "sglang/srt/configs/model_config.py")
+# EAGLE's reference drafter at a fixed commit of SafeAILab/EAGLE (the EAGLE-3 release line).
+EAGLE_CNETS = "https://github.com/SafeAILab/EAGLE/blob/bfeb532e689a3db4e1a9081c7c83219c9385e84a/eagle/model/cnets.py"
 
 # vLLM's _SPECULATIVE_DECODING_MODELS entries that load EAGLE-3 drafters (newest release), used when
 # no snapshot lists the registry.
@@ -44,10 +47,11 @@ VLLM_EAGLE3_ARCHITECTURES = frozenset(
 )
 # MLA EAGLE-3 drafters (deepseek_eagle3.py) arrived in vLLM 0.18.
 VLLM_MLA_MIN_VERSION = Version("0.18")
-# SGLang's EAGLE-3 draft classes (llama_eagle3.py, the DeepSeek/Kimi MLA drafter).
-SGLANG_EAGLE3_ARCHITECTURES = frozenset(
-    {"LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM"}
-)
+# SGLang's EAGLE-3 draft classes, used when the snapshot lists none: llama_eagle3.py since 0.4.5 and
+# kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM, MLA) since 0.5.12. SGLang loads a draft under the
+# class its config.json names: it does not rewrite LlamaForCausalLM into LlamaForCausalLMEagle3.
+SGLANG_EAGLE3_SINCE = {"LlamaForCausalLMEagle3": Version("0.4.5"), "Eagle3DeepseekV2ForCausalLM": Version("0.5.12")}
+SGLANG_MLA_SRC = source_url("sglang", "0.5.12", "sglang/srt/models/kimi_k25_eagle3.py")
 
 FORMAT = rule(
     "LAYOUT-FORMAT",
@@ -109,9 +113,11 @@ ARCH_UNRESOLVED = rule(
     "LAYOUT-ARCH-UNRESOLVED",
     FAMILY,
     Severity.ERROR,
-    "the draft architecture, after the engine's EAGLE-3 rewrite, is not a draft model the engine version registers",
+    "the draft architecture, after the engine's EAGLE-3 rewrite, is not an EAGLE-3 draft class of the engine version "
+    "(a target class it registers: error; a class it does not know: warning)",
     VLLM_REGISTRY,
     VLLM_SPEC_CONFIG,
+    SGLANG_MODEL_CONFIG,
 )
 METHOD_MISMATCH = rule(
     "LAYOUT-METHOD-MISMATCH",
@@ -124,8 +130,10 @@ SGLANG_NAMESPACE = rule(
     "LAYOUT-SGLANG-NAMESPACE",
     FAMILY,
     Severity.WARNING,
-    "layers.0.* keys on SGLang's Llama EAGLE-3 drafter, whose layer is named midlayer and which skips unknown names",
-    SGLANG_EAGLE3_SRC,
+    "layers.0.* keys on an SGLang release whose Llama EAGLE-3 drafter names its layer midlayer and skips unknown "
+    "names (SGLang < 0.5.12)",
+    source_url("sglang", "0.5.11", "sglang/srt/models/llama_eagle3.py"),
+    source_url("sglang", "0.5.12", "sglang/srt/models/llama_eagle3.py"),
 )
 
 
@@ -305,35 +313,53 @@ def _vllm_architecture(ctx: CheckContext, method: str) -> str | None:
     return prefix + arch
 
 
-def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[bool, str]:
-    """Whether the drafter's architecture loads as an EAGLE-3 draft on ``engine==version``, and why."""
+def _sglang_eagle3_classes(version: str) -> set[str]:
+    schema = _schema("sglang", version)
+    listed = {a for a in (schema.draft_architectures if schema else []) if "Eagle3" in a}
+    parsed = _version(version)
+    if parsed is not None:
+        listed |= {name for name, since in SGLANG_EAGLE3_SINCE.items() if parsed >= since}
+    return listed
+
+
+def _unresolved(engine: str, version: str, declared: str, resolved: str, why: str) -> tuple[str, str]:
+    """("error", why) when ``declared`` is a target class the engine version registers, else ("warning", why)."""
+    known = known_model_classes(engine, version)
+    if known is not None and (declared in known.value or resolved in known.value):
+        return "error", f"{why}; {declared} is a target model class of {engine}=={version}, not an EAGLE-3 drafter"
+    return "warning", f"{why}; {engine}=={version} does not know {declared} (a plugin or remote code would have to)"
+
+
+def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[str, str]:
+    """("ok"|"error"|"warning", why): whether the drafter's architecture loads as an EAGLE-3 draft on
+    ``engine==version``."""
     schema = _schema(engine, version)
     if engine == "vllm":
         resolved = _vllm_architecture(ctx, "eagle3")
         if resolved is None:
-            return False, "config.json declares no architectures"
+            return "error", "config.json declares no architectures"
         registry = (
             set(schema.draft_architectures) if schema and schema.draft_architectures else VLLM_EAGLE3_ARCHITECTURES
         )
         if resolved not in registry:
-            return (
-                False,
-                f"vLLM rewrites {ctx.draft_architecture} to {resolved}, which vllm=={version} does not register",
+            declared = ctx.draft_architecture or resolved
+            return _unresolved(
+                engine,
+                version,
+                declared,
+                resolved,
+                f"vLLM rewrites {declared} to {resolved}, which it does not register",
             )
         parsed = _version(version)
         if ctx.layout.mla and parsed is not None and parsed < VLLM_MLA_MIN_VERSION:
-            return False, f"MLA EAGLE-3 drafters ({resolved}) need vLLM >= {VLLM_MLA_MIN_VERSION}"
-        return True, resolved
+            return "error", f"MLA EAGLE-3 drafters ({resolved}) need vLLM >= {VLLM_MLA_MIN_VERSION}"
+        return "ok", resolved
     arch = ctx.draft_architecture
     if arch is None:
-        return False, "config.json declares no architectures"
-    resolved = "LlamaForCausalLMEagle3" if arch == "LlamaForCausalLM" else arch
-    known = set(SGLANG_EAGLE3_ARCHITECTURES)
-    if schema and schema.draft_architectures:
-        known |= set(schema.draft_architectures)
-    if resolved not in known:
-        return False, f"{resolved} is not a known SGLang EAGLE-3 draft class (sglang=={version})"
-    return True, resolved
+        return "error", "config.json declares no architectures"
+    if arch in _sglang_eagle3_classes(version):
+        return "ok", arch
+    return _unresolved(engine, version, arch, arch, f"SGLang loads the drafter as {arch}, not an EAGLE-3 draft class")
 
 
 def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
@@ -345,27 +371,35 @@ def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.draft_format is None:
         return
     results = {(engine, version): _resolve(ctx, engine, version) for engine, version in ctx.engines}
-    any_ok = any(ok for ok, _ in results.values())
-    for (engine, version), (ok, why) in results.items():
-        if ok:
+    any_ok = any(verdict == "ok" for verdict, _ in results.values())
+    for (engine, version), (verdict, why) in results.items():
+        if verdict == "ok":
             continue
-        # SGLang's class list is not extracted from the engine, so a miss there is only a risk; without
-        # --engine a drafter that one engine loads is not an error because the other cannot.
-        certain = engine == "vllm" and (ctx.engine_explicit or not any_ok)
+        # Without --engine a drafter that one engine loads is not failed because the other cannot: the
+        # other engine's verdict is information about a deployment nobody asked about.
+        if not ctx.engine_explicit and any_ok:
+            severity = Severity.INFO
+        else:
+            severity = Severity.ERROR if verdict == "error" else Severity.WARNING
         yield ARCH_UNRESOLVED.finding(
             f"{engine}=={version}: {why}",
             location="config.json:architectures",
-            severity=Severity.ERROR if certain else Severity.WARNING,
-            hint="use an architecture the engine registers for EAGLE-3 drafts, e.g. LlamaForCausalLMEagle3",
+            severity=severity,
+            hint="use an architecture the engine registers for EAGLE-3 drafts: LlamaForCausalLMEagle3 loads on both "
+            "engines",
         )
     if not ctx.layout.mla and ctx.layout.namespaces == ["layers"]:
         for engine, version in ctx.engines:
-            if engine == "sglang":
-                yield SGLANG_NAMESPACE.finding(
-                    f"sglang=={version}: the Llama EAGLE-3 drafter's decoder layer is model.midlayer and unknown "
-                    "weight names are skipped silently, so layers.0.* weights may never load",
-                    hint="for SGLang store the decoder layer as midlayer.*, or verify acceptance with specprobe smoke",
-                )
+            prefixes = layer_prefixes(engine, version)
+            if engine != "sglang" or prefixes is None or "layers.0" in prefixes.value:
+                continue
+            yield SGLANG_NAMESPACE.finding(
+                f"sglang=={version}: its Llama EAGLE-3 drafter's decoder layer is model.midlayer and unknown weight "
+                "names are skipped silently, so the layers.0.* weights never load (SGLang >= 0.5.12 maps them)",
+                severity=Severity.WARNING if ctx.engine_explicit or not any_ok else Severity.INFO,
+                hint="store the decoder layer as midlayer.* for this SGLang release, or serve with SGLang >= 0.5.12",
+                evidence=(prefixes.evidence,),
+            )
 
 
 def _method_findings(ctx: CheckContext) -> Iterator[Finding]:

@@ -18,22 +18,38 @@ REMOTE_CODE = rule(
     FAMILY,
     Severity.ERROR,
     "config.json asks for remote code (auto_map): loading it needs trust_remote_code and runs that code",
-    "https://huggingface.co/docs/transformers/main/en/custom_models#using-a-model-with-custom-code",
+    "https://huggingface.co/docs/transformers/v4.57.0/en/custom_models#using-a-model-with-custom-code",
+    "https://github.com/huggingface/transformers/blob/v4.57.0/src/transformers/dynamic_module_utils.py",
 )
 SYMLINK_ESCAPE = rule(
     "SAFETY-SYMLINK-ESCAPE",
     FAMILY,
     Severity.ERROR,
     "a file in the drafter folder is a symlink to a path outside it (not followed)",
-    "https://huggingface.co/docs/huggingface_hub/main/en/guides/manage-cache#understand-caching",
+    "https://huggingface.co/docs/huggingface_hub/v0.35.0/en/guides/manage-cache#understand-caching",
 )
+
+
+def _loadable_references(auto_map: object) -> list[str]:
+    """The auto_map references transformers would import: values of its ``Auto*`` keys. Other keys, such
+    as speculators' ``{"": "eagle3.Eagle3SpeculatorConfig"}``, are read by no Auto class and no engine
+    (vLLM routes speculators configs by speculators_model_type; SGLang does not read auto_map)."""
+    if not isinstance(auto_map, dict):
+        return [str(auto_map)]
+    references: list[str] = []
+    for key, value in auto_map.items():
+        if not str(key).startswith("Auto"):
+            continue
+        # AutoTokenizer maps to a [slow, fast] pair.
+        references.extend(str(v) for v in (value if isinstance(value, list) else [value]) if v)
+    return references
 
 
 def run(ctx: CheckContext) -> Iterator[Finding]:
     raw = ctx.draft_raw or {}
     auto_map = raw.get("auto_map")
-    if auto_map:
-        references = [str(v) for v in auto_map.values()] if isinstance(auto_map, dict) else [str(auto_map)]
+    references = _loadable_references(auto_map) if auto_map else []
+    if references:
         # "module.Class" names a file shipped here; "repo--module.Class" code from another repository.
         modules = sorted({ref.split("--")[-1].split(".")[0] for ref in references})
         shipped = [f for f in ctx.checkpoint.python_files if f.removesuffix(".py") in modules]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from specprobe.compat.engine_facts import fc_inputs
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 from specprobe.rules.layout import EAGLE_CNETS, VLLM_EAGLE3_SRC, VLLM_MLA_SRC, uses_aux_hidden_states
@@ -52,6 +53,30 @@ LAYER_SHAPE = rule(
     "attention output and MLP projections must match hidden_size and intermediate_size",
     VLLM_EAGLE3_SRC,
 )
+HEADS = rule(
+    "SHAPES-HEADS",
+    FAMILY,
+    Severity.ERROR,
+    "num_attention_heads, num_key_value_heads and head_dim must match the q/k/v/o projection shapes",
+    VLLM_EAGLE3_SRC,
+)
+AUX_IDS_INVALID = rule(
+    "SHAPES-AUX-IDS-INVALID",
+    FAMILY,
+    Severity.ERROR,
+    "eagle_aux_hidden_state_layer_ids must be a list of distinct non-negative integers",
+    VLLM_EAGLE3_SRC,
+)
+FC_ENGINE = rule(
+    "SHAPES-FC-ENGINE",
+    FAMILY,
+    Severity.ERROR,
+    "fc fuses a number of aux hidden states the engine version does not build fc for (older releases: exactly 3; "
+    "newer: num_aux_hidden_states or len(eagle_config.eagle_aux_hidden_state_layer_ids))",
+    "https://github.com/vllm-project/vllm/blob/v0.21.0/vllm/model_executor/models/llama_eagle3.py",
+    "https://github.com/vllm-project/vllm/blob/v0.22.0/vllm/model_executor/models/llama_eagle3.py",
+    "https://github.com/sgl-project/sglang/blob/v0.5.12/python/sglang/srt/models/llama_eagle3.py",
+)
 QUANTIZED = rule(
     "SHAPES-QUANTIZED",
     FAMILY,
@@ -66,16 +91,56 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def aux_layer_ids(draft: dict[str, object]) -> list[int] | None:
-    """eagle_aux_hidden_state_layer_ids from the top level (vLLM, speculators) or eagle_config (SpecForge)."""
-    candidates: list[object] = [draft.get("eagle_aux_hidden_state_layer_ids")]
+_AUX_KEY = "eagle_aux_hidden_state_layer_ids"
+
+
+def aux_layer_sources(draft: dict[str, object]) -> list[tuple[str, object]]:
+    """(location, raw value) of every aux-layer-id setting present: top level first (vLLM reads it
+    first), then SpecForge's eagle_config."""
+    found: list[tuple[str, object]] = []
+    if draft.get(_AUX_KEY) is not None:
+        found.append((f"config.json:{_AUX_KEY}", draft.get(_AUX_KEY)))
     eagle_config = draft.get("eagle_config")
-    if isinstance(eagle_config, dict):
-        candidates.append(eagle_config.get("eagle_aux_hidden_state_layer_ids"))
-    for value in candidates:
-        if isinstance(value, list) and all(_int(v) is not None for v in value):
-            return [int(v) for v in value]
+    if isinstance(eagle_config, dict) and eagle_config.get(_AUX_KEY) is not None:
+        found.append((f"config.json:eagle_config.{_AUX_KEY}", eagle_config.get(_AUX_KEY)))
+    return found
+
+
+def aux_ids_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable list of aux layer ids, naming the offending element; None if it is."""
+    if not isinstance(value, list):
+        return f"is {type(value).__name__} {value!r:.80}, not a list of layer ids"
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int):
+            return f"holds {item!r:.40} ({type(item).__name__}), not an integer layer id"
+        if item < 0:
+            return f"holds the negative id {item}"
+    duplicates = sorted({i for i in value if value.count(i) > 1}) if len(value) < 10_000 else []
+    if duplicates:
+        return f"repeats {duplicates}"
     return None
+
+
+def aux_layer_ids(draft: dict[str, object]) -> list[int] | None:
+    """eagle_aux_hidden_state_layer_ids from the top level (vLLM, speculators) or eagle_config (SpecForge);
+    None when absent or malformed (malformed ones are reported by SHAPES-AUX-IDS-INVALID)."""
+    for _, value in aux_layer_sources(draft):
+        if isinstance(value, list) and value and aux_ids_problem(value) is None:
+            return [int(v) for v in value]  # type: ignore[call-overload,unused-ignore]
+    return None
+
+
+def _aux_id_findings(ctx: CheckContext) -> Iterator[Finding]:
+    for where, value in aux_layer_sources(ctx.draft):
+        problem = aux_ids_problem(value)
+        if problem is None and isinstance(value, list) and not value:
+            problem = "is empty"
+        if problem is not None:
+            yield AUX_IDS_INVALID.finding(
+                f"{where.split(':', 1)[1]} {problem}; engines index the target's layers with these values",
+                location=where,
+                hint="write the target layer ids fc was trained on as a JSON list of integers, e.g. [2, 16, 29]",
+            )
 
 
 def draft_vocab_size(draft: dict[str, object]) -> int | None:
@@ -143,6 +208,81 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     )
 
 
+def engine_fc_inputs(ctx: CheckContext, engine: str, version: str) -> tuple[int, str] | None:
+    """How many aux hidden states ``engine==version`` builds fc for with this config, and the evidence."""
+    answer = fc_inputs(engine, version)
+    if answer is None:
+        return None
+    if answer.value == "3":
+        return 3, answer.evidence
+    explicit = ctx.draft.get("num_aux_hidden_states")
+    if isinstance(explicit, int) and not isinstance(explicit, bool) and explicit > 0:
+        return explicit, answer.evidence
+    eagle_config = ctx.draft.get("eagle_config")
+    ids = eagle_config.get(_AUX_KEY) if isinstance(eagle_config, dict) else None
+    return (len(ids) if isinstance(ids, list) and ids else 3), answer.evidence
+
+
+def _fc_engine(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
+    """fc's width against what each engine version builds: a mismatch fails weight loading."""
+    info = ctx.layout.get("fc.weight")
+    if info is None or len(info.shape) != 2 or not uses_aux_hidden_states(ctx) or ctx.draft_format == "speculators":
+        return
+    target_hidden = _int(ctx.draft.get("target_hidden_size")) or hidden
+    if info.shape[1] % target_hidden:
+        return  # SHAPES-FC already says the width is not a multiple of the target hidden size
+    stored = info.shape[1] // target_hidden
+    for engine, version in ctx.engines:
+        if engine == "sglang" and ctx.layout.mla:
+            continue  # SGLang's MLA drafter sizes fc its own way (kimi_k25_eagle3.py)
+        built = engine_fc_inputs(ctx, engine, version)
+        if built is None or built[0] == stored:
+            continue
+        count, evidence = built
+        yield FC_ENGINE.finding(
+            f"{engine}=={version} builds fc for {count} aux hidden states ({count} x {target_hidden} inputs) but "
+            f"fc.weight holds {stored}: loading the drafter fails on the shape mismatch",
+            location=ctx.layout.location("fc.weight"),
+            severity=Severity.ERROR if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.WARNING,
+            hint="on releases that size fc from the config, set eagle_config.eagle_aux_hidden_state_layer_ids (or "
+            "num_aux_hidden_states) to the trained layers; older releases only load 3-layer drafters",
+            evidence=(evidence,),
+        )
+
+
+def _heads(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
+    """Head counts and head_dim against q/k/v/o: engines build attention from config.json and the
+    weight loader refuses (or silently mis-slices) projections of another size."""
+    if ctx.layout.mla:
+        return
+    heads = _int(ctx.draft.get("num_attention_heads"))
+    if heads is None:
+        return
+    kv_heads = _int(ctx.draft.get("num_key_value_heads")) or heads
+    head_dim = _int(ctx.draft.get("head_dim")) or (hidden // heads if hidden % heads == 0 else None)
+    if head_dim is None:
+        return
+    declared = f"num_attention_heads={heads}, num_key_value_heads={kv_heads}, head_dim={head_dim}"
+    for layer in ctx.layout.layer_ids:
+        p = f"layers.{layer}.self_attn"
+        expected = {
+            f"{p}.q_proj.weight": (0, heads * head_dim),
+            f"{p}.k_proj.weight": (0, kv_heads * head_dim),
+            f"{p}.v_proj.weight": (0, kv_heads * head_dim),
+            f"{p}.o_proj.weight": (1, heads * head_dim),
+        }
+        for name, (axis, size) in expected.items():
+            info = ctx.layout.get(name)
+            if info is None or len(info.shape) != 2 or info.shape[axis] == size:
+                continue
+            yield HEADS.finding(
+                f"{name} is {list(info.shape)}; {declared} gives {size} " + ("outputs" if axis == 0 else "inputs"),
+                location=ctx.layout.location(name),
+                hint="set num_attention_heads, num_key_value_heads and head_dim to the values the drafter was "
+                "trained with",
+            )
+
+
 def _mlp_and_output(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     intermediate = _int(ctx.draft.get("intermediate_size"))
     for layer in ctx.layout.layer_ids:
@@ -173,6 +313,7 @@ def _norms(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
 def run(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.draft_format is None or ctx.draft_config is None:
         return
+    yield from _aux_id_findings(ctx)
     hidden = _int(ctx.draft_config.hidden_size)
     if hidden is None:
         return
@@ -181,7 +322,9 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
         yield QUANTIZED.finding("quantization_config is set: matrix shapes were not compared")
         return
     yield from _attention_inputs(ctx, hidden)
+    yield from _heads(ctx, hidden)
     yield from _fc(ctx, hidden)
+    yield from _fc_engine(ctx, hidden)
     yield from _mlp_and_output(ctx, hidden)
     draft_vocab = draft_vocab_size(ctx.draft)
     if draft_vocab is not None:

@@ -7,30 +7,42 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from packaging.version import Version
+
+from specprobe.compat.engine_facts import (
+    DEFAULT_AUX_EVIDENCE,
+    default_aux_layers,
+    draft_positions,
+    source_url,
+    tied_head,
+)
 from specprobe.findings import Finding, Severity
-from specprobe.hfconfig import classify_attention
+from specprobe.hfconfig import AttentionKind, classify_attention
 from specprobe.rules import rule
-from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema
-from specprobe.rules.shapes import aux_layer_ids
+from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema, _version
+from specprobe.rules.shapes import aux_layer_ids, aux_layer_sources
 
 if TYPE_CHECKING:
     from specprobe.context import CheckContext
 
 FAMILY = "target"
+VLLM_MLA_MIN = Version("0.18")
+_SGLANG_MLA_MIN = Version("0.5.12")
 
 CONFIG_INVALID = rule(
     "TARGET-CONFIG-INVALID",
     FAMILY,
     Severity.ERROR,
     "the target's config.json is missing or not a JSON object",
-    "https://huggingface.co/docs/transformers/main/en/main_classes/configuration",
+    "https://huggingface.co/docs/transformers/v4.57.0/en/main_classes/configuration",
 )
 ATTENTION = rule(
     "TARGET-ATTENTION",
     FAMILY,
     Severity.INFO,
-    "the target's attention kind (MHA/GQA/MQA/MLA/linear-hybrid/sliding)",
-    "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/deepseek_eagle3.py",
+    "the target's attention kind (MHA/GQA/MQA/MLA/linear-hybrid/sliding), citing the drafter model the engine "
+    "uses for that family",
+    VLLM_EAGLE3_SRC,
 )
 HIDDEN_MISMATCH = rule(
     "TARGET-HIDDEN-MISMATCH",
@@ -52,31 +64,45 @@ AUX_RANGE = rule(
 AUX_MISSING = rule(
     "TARGET-AUX-IDS-MISSING",
     FAMILY,
-    Severity.WARNING,
-    "no eagle_aux_hidden_state_layer_ids: vLLM guesses (2, L//2, L-3), which must be the layers fc was trained on",
-    "https://github.com/vllm-project/vllm/pull/50170",
+    Severity.INFO,
+    "no eagle_aux_hidden_state_layer_ids: the engine captures its default layers (2, L//2, L-3); whether fc was "
+    "trained on those the checkpoint cannot show",
+    DEFAULT_AUX_EVIDENCE["vllm"],
+    DEFAULT_AUX_EVIDENCE["sglang"],
 )
 MAX_POSITION = rule(
     "TARGET-MAX-POSITION",
     FAMILY,
     Severity.WARNING,
-    "draft max_position_embeddings below the target's: past it some engine versions crash or slow down",
+    "draft max_position_embeddings below the target's context: vLLM < 0.27 reads past the draft's rotary cache "
+    "(device assert, #48894); SGLang >= 0.5.1 refuses to start unless told to override it",
     "https://github.com/vllm-project/vllm/issues/48894",
-    "https://github.com/sgl-project/sglang/issues/6783",
+    "https://github.com/vllm-project/vllm/pull/49343",
+    source_url("sglang", "0.5.23", "sglang/srt/configs/model_config.py"),
 )
 ROPE_MISMATCH = rule(
     "TARGET-ROPE",
     FAMILY,
-    Severity.WARNING,
-    "draft rope parameters differ from the target's",
-    "https://github.com/vllm-project/vllm/issues/48894",
+    Severity.INFO,
+    "draft rope parameters differ from the target's: engines build the draft's rotary embedding from the draft's "
+    "own config.json, as it was trained, so this is harmless unless that config was edited after training",
+    VLLM_EAGLE3_SRC,
+    source_url("sglang", "0.5.23", "sglang/srt/models/llama_eagle3.py"),
+)
+TIED_HEAD = rule(
+    "TARGET-TIED-HEAD",
+    FAMILY,
+    Severity.ERROR,
+    "tie_word_embeddings with a reduced draft vocabulary: SGLang uses embed_tokens [vocab_size, hidden] as the head "
+    "while d2t maps draft-vocabulary logits",
+    source_url("sglang", "0.5.23", "sglang/srt/models/llama_eagle3.py"),
 )
 EAGLE3_TARGET = rule(
     "TARGET-EAGLE3-UNSUPPORTED",
     FAMILY,
     Severity.ERROR,
     "the engine version gates EAGLE-3 by target model_type and this target's is not listed",
-    "https://github.com/vllm-project/vllm/blob/main/vllm/config/speculative.py",
+    source_url("vllm", "0.16.0", "vllm/config/speculative.py"),
 )
 
 
@@ -84,20 +110,21 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def default_aux_layers(num_layers: int) -> list[int]:
-    """vLLM's fallback when the draft names no auxiliary layers."""
-    return [2, num_layers // 2, num_layers - 3]
-
-
 def _aux(ctx: CheckContext) -> Iterator[Finding]:
     ids = aux_layer_ids(ctx.draft)
     layers = ctx.target_config.num_hidden_layers if ctx.target_config else None
     if ids is None:
-        guess = f" ({default_aux_layers(layers)} for this {layers}-layer target)" if layers else ""
+        if aux_layer_sources(ctx.draft):
+            return  # present but malformed: SHAPES-AUX-IDS-INVALID names the value
+        defaults = f" = {default_aux_layers(layers)} for this {layers}-layer target" if layers else ""
+        engines = ", ".join(f"{engine}=={version}" for engine, version in ctx.engines)
         yield AUX_MISSING.finding(
-            f"config.json names no eagle_aux_hidden_state_layer_ids; vLLM will use (2, L//2, L-3){guess}",
+            f"config.json names no eagle_aux_hidden_state_layer_ids; {engines} will capture the default layers "
+            f"(2, L//2, L-3){defaults}. Right only if the drafter was trained on those layers, which the "
+            "checkpoint cannot show",
             location="config.json",
             hint="write the layer ids the drafter was trained on into eagle_aux_hidden_state_layer_ids",
+            evidence=tuple(DEFAULT_AUX_EVIDENCE[engine] for engine in dict.fromkeys(e for e, _ in ctx.engines)),
         )
         return
     if layers is None:
@@ -111,13 +138,79 @@ def _aux(ctx: CheckContext) -> Iterator[Finding]:
         )
 
 
+def _tied_head(ctx: CheckContext) -> Iterator[Finding]:
+    draft = ctx.draft_config
+    if draft is None or ctx.draft.get("tie_word_embeddings") is not True:
+        return
+    draft_vocab, vocab = _int(ctx.draft.get("draft_vocab_size")), draft.vocab_size
+    if draft_vocab is None or vocab is None or draft_vocab >= vocab:
+        return
+    for engine, version in ctx.engines:
+        head = tied_head(engine, version)
+        if head is None or head.value != "embed_tokens":
+            continue
+        yield TIED_HEAD.finding(
+            f"{engine}=={version}: tie_word_embeddings is true, so the draft head is embed_tokens "
+            f"[{vocab}, hidden] while d2t maps {draft_vocab} draft-vocabulary logits: every draft token is wrong",
+            location="config.json:tie_word_embeddings",
+            severity=Severity.ERROR if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.WARNING,
+            hint="set tie_word_embeddings to false and ship lm_head.weight [draft_vocab_size, hidden_size]",
+            evidence=(head.evidence,),
+        )
+
+
+def _max_position(ctx: CheckContext, draft_mpe: int, target_mpe: int) -> Iterator[Finding]:
+    for engine, version in ctx.engines:
+        behaviour = draft_positions(engine, version)
+        if behaviour is None or behaviour.value == "raised":
+            continue
+        if behaviour.value == "overflow":
+            what = (
+                f"the draft's rotary cache holds {draft_mpe} positions while it runs at the target's positions: past "
+                "them it reads out of bounds (a device-side assert under torch.compile, wrong drafts in eager mode)"
+            )
+            hint = "raise the draft's max_position_embeddings to the serving context, or cap max_model_len"
+        else:
+            what = (
+                f"it refuses to start (\"Target model's context_length ({target_mpe}) is greater than the derived "
+                f'context_length ({draft_mpe})") unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, which raises '
+                "the draft's max_position_embeddings"
+            )
+            hint = f"set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, or --context-length {draft_mpe} or less"
+        yield MAX_POSITION.finding(
+            f"{engine}=={version}: draft max_position_embeddings {draft_mpe} < target's {target_mpe}; {what}",
+            location="config.json:max_position_embeddings",
+            severity=Severity.WARNING if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.INFO,
+            hint=hint,
+            evidence=(behaviour.evidence,),
+        )
+
+
+def _attention_evidence(target_kind: AttentionKind, engines: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The drafter model file each engine uses for a target of this attention family."""
+    links: list[str] = []
+    for engine, version in engines:
+        if engine == "vllm":
+            mla = target_kind is AttentionKind.MLA and (_version(version) or VLLM_MLA_MIN) >= VLLM_MLA_MIN
+            path = "deepseek_eagle3.py" if mla else "llama_eagle3.py"
+            links.append(source_url("vllm", version, f"vllm/model_executor/models/{path}"))
+        else:
+            parsed = _version(version)
+            mla = target_kind is AttentionKind.MLA and parsed is not None and parsed >= _SGLANG_MLA_MIN
+            path = "kimi_k25_eagle3.py" if mla else "llama_eagle3.py"
+            links.append(source_url("sglang", version, f"sglang/srt/models/{path}"))
+    return tuple(dict.fromkeys(links))
+
+
 def _cross_check(ctx: CheckContext) -> Iterator[Finding]:
     target = ctx.target_config
     draft = ctx.draft_config
     if target is None or draft is None:
         return
+    kind = classify_attention(target)
     yield ATTENTION.finding(
-        f"target attention: {classify_attention(target).value} (model_type {target.model_type or 'unknown'})"
+        f"target attention: {kind.value} (model_type {target.model_type or 'unknown'})",
+        evidence=_attention_evidence(kind, ctx.engines),
     )
     expected_hidden = _int(ctx.draft.get("target_hidden_size")) or draft.hidden_size
     if expected_hidden is not None and target.hidden_size is not None and expected_hidden != target.hidden_size:
@@ -142,11 +235,7 @@ def _cross_check(ctx: CheckContext) -> Iterator[Finding]:
         )
     draft_mpe, target_mpe = draft.max_position_embeddings, target.max_position_embeddings
     if draft_mpe is not None and target_mpe is not None and draft_mpe < target_mpe:
-        yield MAX_POSITION.finding(
-            f"draft max_position_embeddings {draft_mpe} < target's {target_mpe}",
-            location="config.json:max_position_embeddings",
-            hint="raise the draft's max_position_embeddings to the serving context length, or cap max_model_len",
-        )
+        yield from _max_position(ctx, draft_mpe, target_mpe)
     for key in ("rope_theta", "rope_scaling"):
         if key in draft.rope and key in target.rope and draft.rope[key] != target.rope[key]:
             yield ROPE_MISMATCH.finding(
@@ -176,4 +265,5 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
     if ctx.draft_format is None or ctx.draft_config is None:
         return
     yield from _aux(ctx)
+    yield from _tied_head(ctx)
     yield from _cross_check(ctx)

@@ -20,7 +20,8 @@ runner = CliRunner()
 def drafts(tmp_path: Path) -> Path:
     build_target(tmp_path / "target")
     build_draft(tmp_path / "good", DraftSpec(draft_format="specforge"))
-    build_draft(tmp_path / "warn", DraftSpec(draft_format="specforge", aux_layer_ids=None))
+    # An architecture vLLM does not know: a warning (a plugin could register it), not an error.
+    build_draft(tmp_path / "warn", DraftSpec(), config_overrides={"architectures": ["AcmeDraftForCausalLM"]})
     build_draft(tmp_path / "bad", DraftSpec(draft_format="specforge"), config_overrides={"draft_vocab_size": 100})
     return tmp_path
 

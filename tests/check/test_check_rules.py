@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from specprobe.check import latest_version, parse_engine, run_check
 from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
-from specprobe.findings import SpecprobeError
+from specprobe.findings import ExitCode, Finding, Severity, SpecprobeError, exit_code
 from specprobe.rules import target as target_rules
 from specprobe.rules.catalog import all_rules
 from specprobe.schema.model import EngineSchema
@@ -28,14 +29,28 @@ def test_eagle3_target_gating_from_an_engine_schema(tmp_path: Path, monkeypatch:
     assert "kimi_k2" in findings[0].message
 
 
-def test_unresolved_architecture_is_an_error_only_when_no_engine_loads_it(tmp_path: Path) -> None:
-    build_draft(tmp_path / "d", DraftSpec(), config_overrides={"architectures": ["GemmaForCausalLM"]})
+def _unresolved(report: object) -> list[str]:
+    return [f.severity for f in report.findings if f.rule == "LAYOUT-ARCH-UNRESOLVED"]  # type: ignore[attr-defined]
 
-    default = run_check(tmp_path / "d")
-    explicit_sglang = run_check(tmp_path / "d", engine="sglang")
 
-    assert [f.severity for f in default.findings if f.rule == "LAYOUT-ARCH-UNRESOLVED"] == ["error", "warning"]
-    assert [f.severity for f in explicit_sglang.findings if f.rule == "LAYOUT-ARCH-UNRESOLVED"] == ["warning"]
+def test_a_target_class_as_drafter_is_an_error_and_an_unknown_class_a_warning(tmp_path: Path) -> None:
+    # GemmaForCausalLM is a target class both engines register: each loads (or looks for) the wrong model.
+    build_draft(tmp_path / "known", DraftSpec(), config_overrides={"architectures": ["GemmaForCausalLM"]})
+    build_draft(tmp_path / "unknown", DraftSpec(), config_overrides={"architectures": ["AcmeDraftForCausalLM"]})
+
+    assert _unresolved(run_check(tmp_path / "known")) == ["error", "error"]
+    assert _unresolved(run_check(tmp_path / "known", engine="sglang")) == ["error"]
+    assert _unresolved(run_check(tmp_path / "unknown", engine="sglang")) == ["warning"]
+    assert _unresolved(run_check(tmp_path / "unknown", engine="vllm")) == ["warning"]
+
+
+def test_a_drafter_one_engine_loads_is_only_information_for_the_other(tmp_path: Path) -> None:
+    # Original EAGLE-3 config: vLLM rewrites LlamaForCausalLM to Eagle3LlamaForCausalLM; SGLang does not.
+    build_draft(tmp_path / "d", DraftSpec(draft_format="eagle3"))
+
+    assert _unresolved(run_check(tmp_path / "d")) == ["info"]
+    assert _unresolved(run_check(tmp_path / "d", engine="vllm")) == []
+    assert _unresolved(run_check(tmp_path / "d", engine="sglang")) == ["error"]
 
 
 def test_speculators_drafter_resolves_on_vllm_without_warnings_there(tmp_path: Path) -> None:
@@ -69,17 +84,55 @@ def test_missing_draft_folder_cannot_run(tmp_path: Path) -> None:
         run_check(tmp_path / "file")
 
 
-def test_a_crashing_family_is_one_line_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_crashing_family_is_an_internal_error_finding_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     build_draft(tmp_path / "d", DraftSpec())
 
     def broken_family(ctx: object) -> list[object]:
         raise RuntimeError("rule bug")
 
-    report = run_check(tmp_path / "d", families=[broken_family])
+    def fine_family(ctx: object) -> list[Finding]:
+        return [Finding(rule="LAYOUT-FORMAT", severity=Severity.INFO, message="still ran")]
 
-    assert report.findings == []
-    assert report.extra["internal_errors"] == [f"internal error in {__name__}: RuntimeError: rule bug"]
+    report = run_check(tmp_path / "d", families=[broken_family, fine_family])
+
+    assert [f.rule for f in report.findings] == ["INTERNAL-ERROR", "LAYOUT-FORMAT"]
+    assert report.findings[0].severity is Severity.ERROR
+    assert report.findings[0].message == f"internal error in {__name__}: RuntimeError: rule bug"
+    assert report.extra["internal_errors"] == [report.findings[0].message]
+    assert exit_code(report) is ExitCode.CANNOT_RUN
+    assert exit_code(report, strict=True) is ExitCode.CANNOT_RUN
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_family_raising_half_way_leaves_no_partial_findings(tmp_path: Path) -> None:
+    build_draft(tmp_path / "d", DraftSpec())
+
+    def half_family(ctx: object) -> Iterator[Finding]:
+        yield Finding(rule="LAYOUT-FORMAT", severity=Severity.INFO, message="first")
+        raise ValueError("then a bug")
+
+    report = run_check(tmp_path / "d", families=[half_family])
+
+    assert [f.rule for f in report.findings] == ["INTERNAL-ERROR"]
+
+
+def test_check_cli_exits_2_on_an_internal_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import specprobe.check as check_module
+    from specprobe.cli import app
+
+    build_draft(tmp_path / "d", DraftSpec())
+
+    def broken_family(ctx: object) -> list[object]:
+        raise RuntimeError("rule bug")
+
+    monkeypatch.setattr(check_module, "_families", lambda: [broken_family])
+    result = CliRunner().invoke(app, ["check", str(tmp_path / "d"), "--format", "json"])
+    assert result.exit_code == 2, result.output
+    assert '"INTERNAL-ERROR"' in result.output
 
 
 def test_check_rules_carry_description_severity_and_evidence() -> None:

@@ -1,0 +1,362 @@
+"""What each engine version does with a drafter, read from its snapshot or from version-ranged facts.
+
+A rule asks one question (``fc_inputs("vllm", "0.21.0")``); the answer comes from the shipped snapshot
+of that version when the snapshot carries the field, else from the PEP 440-ranged facts below, each
+established from the engine's source at a pinned tag (the evidence link). A version no fact covers
+gives None: the rule then says what it cannot know instead of guessing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+VLLM_TREE = "https://github.com/vllm-project/vllm/blob/v{version}/"
+SGLANG_TREE = "https://github.com/sgl-project/sglang/blob/v{version}/python/"
+
+
+def source_url(engine: str, version: str, path: str) -> str:
+    """A link to ``path`` (relative to the package root, e.g. ``vllm/config/speculative.py`` or
+    ``sglang/srt/models/llama_eagle3.py``) in the source of exactly ``engine==version``."""
+    tree = VLLM_TREE if engine == "vllm" else SGLANG_TREE
+    return tree.format(version=version) + path
+
+
+@dataclass(frozen=True)
+class RangedFact:
+    """One engine behaviour over a PEP 440 range of releases, with the source that shows it."""
+
+    engine: str
+    versions: SpecifierSet
+    value: Any
+    evidence: str
+
+    def covers(self, engine: str, version: Version) -> bool:
+        return engine == self.engine and self.versions.contains(version, prereleases=True)
+
+
+def _fact(engine: str, versions: str, value: Any, evidence: str) -> RangedFact:
+    return RangedFact(engine, SpecifierSet(versions), value, evidence)
+
+
+# --- the aux-layer defaults -------------------------------------------------------------------------
+def default_aux_layers(num_layers: int) -> list[int]:
+    """The target layers both engines capture when the drafter names none: (2, L//2, L-3).
+
+    vLLM: ``get_eagle3_default_aux_hidden_state_layers`` in ``model_executor/models/interfaces.py``;
+    SGLang: ``set_eagle3_layers_to_capture`` in ``srt/models/llama.py`` (the same three indices).
+    """
+    return [2, num_layers // 2, num_layers - 3]
+
+
+DEFAULT_AUX_EVIDENCE = {
+    "vllm": source_url("vllm", "0.33.0", "vllm/model_executor/models/interfaces.py"),
+    "sglang": source_url("sglang", "0.5.23", "sglang/srt/models/llama.py"),
+}
+
+# --- how many aux hidden states fc is built for ----------------------------------------------------
+# "3": fc is built for exactly three aux layers; "aux_layer_ids": for ``num_aux_hidden_states`` or the
+# length of ``eagle_config.eagle_aux_hidden_state_layer_ids`` (3 when neither is set).
+FC_INPUTS = (
+    _fact("vllm", "<0.22.0", "3", source_url("vllm", "0.21.0", "vllm/model_executor/models/llama_eagle3.py")),
+    _fact(
+        "vllm", ">=0.22.0", "aux_layer_ids", source_url("vllm", "0.22.0", "vllm/model_executor/models/llama_eagle3.py")
+    ),
+    _fact("sglang", "<0.5.12", "3", source_url("sglang", "0.5.11", "sglang/srt/models/llama_eagle3.py")),
+    _fact(
+        "sglang",
+        ">=0.5.12",
+        "aux_layer_ids",
+        source_url("sglang", "0.5.12", "sglang/srt/models/llama_eagle3.py"),
+    ),
+)
+
+# --- the decoder-layer key prefixes the Llama EAGLE-3 loader accepts -------------------------------
+LAYER_PREFIXES = (
+    # vLLM's WeightsMapper maps midlayer. onto layers.0. in every release with EAGLE-3.
+    _fact(
+        "vllm",
+        ">=0.8.5",
+        ("layers.0", "midlayer"),
+        source_url("vllm", "0.8.5", "vllm/model_executor/models/llama_eagle3.py"),
+    ),
+    # SGLang's drafter names its layer model.midlayer and skips unknown names ...
+    _fact(
+        "sglang", ">=0.4.5,<0.5.12", ("midlayer",), source_url("sglang", "0.5.11", "sglang/srt/models/llama_eagle3.py")
+    ),
+    # ... until 0.5.12 names it layers.0 and maps legacy midlayer names onto it.
+    _fact(
+        "sglang",
+        ">=0.5.12",
+        ("layers.0", "midlayer"),
+        source_url("sglang", "0.5.12", "sglang/srt/models/llama_eagle3.py"),
+    ),
+)
+
+# --- what the draft's head is when config.json says tie_word_embeddings ----------------------------
+# "embed_tokens": the engine uses embed_tokens ([vocab_size, hidden]) as the head, whatever
+# draft_vocab_size says; "lm_head": the engine always builds its own [draft_vocab_size, hidden] head.
+TIED_HEAD = (
+    _fact("vllm", ">=0.8.5", "lm_head", source_url("vllm", "0.33.0", "vllm/model_executor/models/llama_eagle3.py")),
+    _fact("sglang", ">=0.4.5", "embed_tokens", source_url("sglang", "0.5.23", "sglang/srt/models/llama_eagle3.py")),
+)
+
+# --- a draft max_position_embeddings below the serving context -------------------------------------
+# "overflow": the draft's rotary cache is sized by its own max_position_embeddings while it runs at
+# the target's positions; "raised": the engine raises the draft's value to max_model_len itself;
+# "refused": the engine refuses to start unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1.
+DRAFT_POSITIONS = (
+    _fact("vllm", "<0.27.0", "overflow", "https://github.com/vllm-project/vllm/issues/48894"),
+    _fact("vllm", ">=0.27.0", "raised", source_url("vllm", "0.27.0", "vllm/config/speculative.py")),
+    # SGLang passes the target's context length to the draft's ModelConfig (eagle_worker.py); with
+    # the overwrite switch on by default (0.4.x) the draft runs past its rotary cache ...
+    _fact("sglang", ">=0.4.4,<0.5.1", "overflow", source_url("sglang", "0.4.10", "sglang/srt/configs/model_config.py")),
+    # ... from 0.5.1 the switch defaults off and a longer target context is a ValueError at start.
+    _fact("sglang", ">=0.5.1", "refused", source_url("sglang", "0.5.23", "sglang/srt/configs/model_config.py")),
+)
+
+# --- SGLang: targets whose missing draft path SGLang fills with the target's own -------------------
+_SG_DS = ("DeepseekV3ForCausalLM",)
+_SG_053 = (
+    "DeepseekV32ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "Glm4MoeForCausalLM",
+    "BailingMoeForCausalLM",
+    "BailingMoeV2ForCausalLM",
+)
+_SG_057 = (*_SG_053, "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration")
+_SG_058 = (*_SG_057, "Glm4MoeLiteForCausalLM")
+_SG_059 = (*_SG_058, "GlmMoeDsaForCausalLM", "BailingMoeV2_5ForCausalLM")
+_SG_0511 = (*_SG_059, "HYV3ForCausalLM")
+_SG_0512 = (*_SG_0511, "DeepseekV4ForCausalLM")
+_SG_0520 = (*_SG_0512, "HYV4ForCausalLM", "Qwen4ExpForConditionalGeneration")
+_SELF_DRAFT_PATH = "sglang/srt/server_args.py"
+_SELF_DRAFT_HOOK = "sglang/srt/arg_groups/speculative_hook.py"
+SELF_DRAFTING = (
+    _fact("sglang", "<0.4.7", (), source_url("sglang", "0.4.6", _SELF_DRAFT_PATH)),
+    _fact("sglang", ">=0.4.7,<0.4.10", _SG_DS, source_url("sglang", "0.4.7", _SELF_DRAFT_PATH)),
+    _fact(
+        "sglang",
+        ">=0.4.10,<0.5.3",
+        (*_SG_DS, "Glm4MoeForCausalLM"),
+        source_url("sglang", "0.4.10", _SELF_DRAFT_PATH),
+    ),
+    _fact("sglang", ">=0.5.3,<0.5.7", _SG_053, source_url("sglang", "0.5.3", _SELF_DRAFT_PATH)),
+    _fact("sglang", ">=0.5.7,<0.5.8", _SG_057, source_url("sglang", "0.5.7", _SELF_DRAFT_PATH)),
+    _fact("sglang", ">=0.5.8,<0.5.9", _SG_058, source_url("sglang", "0.5.8", _SELF_DRAFT_PATH)),
+    _fact("sglang", ">=0.5.9,<0.5.11", _SG_059, source_url("sglang", "0.5.9", _SELF_DRAFT_PATH)),
+    _fact("sglang", ">=0.5.11,<0.5.12", _SG_0511, source_url("sglang", "0.5.11", _SELF_DRAFT_PATH)),
+    _fact("sglang", ">=0.5.12,<0.5.20", _SG_0512, source_url("sglang", "0.5.12", _SELF_DRAFT_PATH)),
+    _fact("sglang", ">=0.5.20", _SG_0520, source_url("sglang", "0.5.23", _SELF_DRAFT_HOOK)),
+)
+
+# --- SGLang: per algorithm, the flags a release fills itself ---------------------------------------
+# NGRAM (0.5.3+): topk from --speculative-ngram-max-bfs-breadth, num-draft-tokens 12, num-steps
+# derived; the EAGLE family chooses all three itself only when none is given (no fact needed).
+AUTO_RESOLVED = (
+    _fact(
+        "sglang",
+        ">=0.5.3",
+        {
+            "NGRAM": (
+                "--speculative-eagle-topk",
+                "--speculative-num-draft-tokens",
+                "--speculative-num-steps",
+            )
+        },
+        source_url("sglang", "0.5.23", _SELF_DRAFT_HOOK),
+    ),
+)
+
+
+def _parse(version: str) -> Version | None:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def snapshot_field(engine: str, version: str, name: str) -> Any:
+    """Field ``name`` of the shipped snapshot of exactly ``engine==version``; None when either is absent."""
+    from specprobe.findings import SpecprobeError
+    from specprobe.schema.store import load_snapshot
+
+    try:
+        schema = load_snapshot(engine, version)
+    except SpecprobeError:
+        return None
+    if schema is None or (schema.version != version and _parse(schema.version) != _parse(version)):
+        return None
+    value = getattr(schema, name, None)
+    return value if value not in (None, [], {}) else None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A fact about one engine version and where it was read (the snapshot, or a source link)."""
+
+    value: Any
+    evidence: str
+
+
+def lookup(engine: str, version: str, field_name: str, facts: Sequence[RangedFact]) -> Answer | None:
+    """The snapshot's ``field_name`` when it has one, else the ranged fact covering the version."""
+    from_snapshot = snapshot_field(engine, version, field_name)
+    if from_snapshot is not None:
+        return Answer(from_snapshot, f"specprobe/data/schemas/{engine}/{version}.json")
+    parsed = _parse(version)
+    if parsed is None:
+        return None
+    for fact in facts:
+        if fact.covers(engine, parsed):
+            return Answer(fact.value, fact.evidence)
+    return None
+
+
+def fc_inputs(engine: str, version: str) -> Answer | None:
+    return lookup(engine, version, "eagle3_fc_inputs", FC_INPUTS)
+
+
+def layer_prefixes(engine: str, version: str) -> Answer | None:
+    answer = lookup(engine, version, "eagle3_layer_prefixes", LAYER_PREFIXES)
+    if answer is not None and isinstance(answer.value, list):
+        return Answer(tuple(answer.value), answer.evidence)
+    return answer
+
+
+def tied_head(engine: str, version: str) -> Answer | None:
+    return lookup(engine, version, "eagle3_tied_head", TIED_HEAD)
+
+
+def draft_positions(engine: str, version: str) -> Answer | None:
+    return lookup(engine, version, "draft_max_position", DRAFT_POSITIONS)
+
+
+def self_drafting_architectures(engine: str, version: str) -> Answer | None:
+    if engine != "sglang":
+        return None
+    return lookup(engine, version, "self_drafting_architectures", SELF_DRAFTING)
+
+
+def auto_resolved_flags(engine: str, version: str, algorithm: str) -> tuple[str, ...]:
+    """The flags ``engine==version`` fills itself for ``algorithm`` (upper-case SGLang name)."""
+    if engine != "sglang":
+        return ()
+    answer = lookup(engine, version, "auto_resolved_flags", AUTO_RESOLVED)
+    if answer is None or not isinstance(answer.value, dict):
+        return ()
+    flags = answer.value.get(algorithm.upper()) or ()
+    return tuple("--" + str(f).removeprefix("--").replace("_", "-") for f in flags)
+
+
+def model_architectures(engine: str, version: str) -> frozenset[str] | None:
+    """Every architecture the engine version's model registry knows; None when the snapshot lacks it."""
+    value = snapshot_field(engine, version, "model_architectures")
+    return frozenset(str(v) for v in value) if isinstance(value, list | tuple) else None
+
+
+# Target (non-draft) classes registered by every release checked: SGLang 0.4.5..0.5.23 (EntryClass of
+# srt/models/*.py) and vLLM 0.8.5..0.34.0 (_TEXT_GENERATION_MODELS of registry.py). Used only when the
+# snapshot of the version lacks model_architectures; a class outside both is "unknown", never "known".
+_COMMON_TARGETS = [
+    "Cohere2ForCausalLM",
+    "CohereForCausalLM",
+    "DbrxForCausalLM",
+    "DeepseekForCausalLM",
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "ExaoneForCausalLM",
+    "GPT2LMHeadModel",
+    "Gemma2ForCausalLM",
+    "Gemma3ForCausalLM",
+    "GraniteForCausalLM",
+    "InternLM2ForCausalLM",
+    "InternLM3ForCausalLM",
+    "LlamaForCausalLM",
+    "MiniCPM3ForCausalLM",
+    "MiniCPMForCausalLM",
+    "MistralForCausalLM",
+    "MixtralForCausalLM",
+    "Phi3ForCausalLM",
+    "Qwen2ForCausalLM",
+    "Qwen2MoeForCausalLM",
+]
+_VLLM_TARGETS = [
+    "BloomForCausalLM",
+    "Cohere2ForCausalLM",
+    "CohereForCausalLM",
+    "DbrxForCausalLM",
+    "DeciLMForCausalLM",
+    "DeepseekForCausalLM",
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "ExaoneForCausalLM",
+    "FalconForCausalLM",
+    "GPTBigCodeForCausalLM",
+    "GPTJForCausalLM",
+    "GPTNeoXForCausalLM",
+    "Gemma2ForCausalLM",
+    "Gemma3ForCausalLM",
+    "GemmaForCausalLM",
+    "Glm4ForCausalLM",
+    "GlmForCausalLM",
+    "GraniteForCausalLM",
+    "GraniteMoeForCausalLM",
+    "InternLM2ForCausalLM",
+    "InternLM3ForCausalLM",
+    "JambaForCausalLM",
+    "LlamaForCausalLM",
+    "MiniCPM3ForCausalLM",
+    "MiniCPMForCausalLM",
+    "MistralForCausalLM",
+    "MixtralForCausalLM",
+    "NemotronForCausalLM",
+    "OPTForCausalLM",
+    "Olmo2ForCausalLM",
+    "OlmoForCausalLM",
+    "OlmoeForCausalLM",
+    "Phi3ForCausalLM",
+    "PhiForCausalLM",
+    "PhiMoEForCausalLM",
+    "Qwen2ForCausalLM",
+    "Qwen2MoeForCausalLM",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "StableLmForCausalLM",
+    "Starcoder2ForCausalLM",
+]
+KNOWN_TARGETS = (
+    _fact(
+        "sglang",
+        ">=0.4.5,<=0.5.23",
+        frozenset((*_COMMON_TARGETS, "BaichuanForCausalLM", "Gemma3ForConditionalGeneration", "GemmaForCausalLM")),
+        source_url("sglang", "0.4.5", "sglang/srt/models/registry.py"),
+    ),
+    _fact(
+        "vllm",
+        ">=0.8.5,<=0.34.0",
+        frozenset(_VLLM_TARGETS),
+        source_url("vllm", "0.8.5", "vllm/model_executor/models/registry.py"),
+    ),
+)
+
+
+def known_model_classes(engine: str, version: str) -> Answer | None:
+    """Classes the engine version's model registry knows: the snapshot's full list, else the classes
+    registered in every release checked (a subset: absence from it proves nothing)."""
+    full = model_architectures(engine, version)
+    if full is not None:
+        return Answer(full, f"specprobe/data/schemas/{engine}/{version}.json")
+    parsed = _parse(version)
+    if parsed is None:
+        return None
+    for fact in KNOWN_TARGETS:
+        if fact.covers(engine, parsed):
+            return Answer(fact.value, fact.evidence)
+    return None
