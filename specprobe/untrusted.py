@@ -116,9 +116,14 @@ def _parse_int(text: str) -> int:
     return value
 
 
-def json_depth(value: Any) -> int:
-    """How deeply arrays and objects nest in ``value`` (a scalar is 0), without recursion."""
+def json_depth(value: Any, *, max_nodes: int | None = None) -> int:
+    """How deeply arrays and objects nest in ``value`` (a scalar is 0), without recursion.
+
+    With ``max_nodes``, UntrustedInputError once more containers than that have been visited: YAML
+    aliases can make a small document expand to billions of values that every later walk would visit.
+    """
     deepest = 0
+    visited = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
@@ -128,6 +133,9 @@ def json_depth(value: Any) -> int:
             children = node
         else:
             continue
+        visited += 1 + len(children)
+        if max_nodes is not None and visited > max_nodes:
+            raise UntrustedInputError(f"expands to more than {max_nodes} values")
         depth += 1
         deepest = max(deepest, depth)
         stack.extend((child, depth) for child in children if isinstance(child, dict | list))
@@ -165,6 +173,17 @@ def parse_json(text: str | bytes, *, what: str, max_depth: int = MAX_JSON_DEPTH)
     if json_depth(value) > max_depth:
         raise UntrustedInputError(f"{what} is nested deeper than {max_depth} levels")
     return ParsedJson(value, tuple(dict.fromkeys(nonfinite)))
+
+
+def check_tree(value: Any, *, what: str, max_depth: int = MAX_JSON_DEPTH, max_nodes: int = 1_000_000) -> None:
+    """Refuse a parsed document (YAML, whose parser has no such bounds) nested deeper than ``max_depth``
+    or expanding to more than ``max_nodes`` values."""
+    try:
+        depth = json_depth(value, max_nodes=max_nodes)
+    except UntrustedInputError as exc:
+        raise UntrustedInputError(f"{what} {exc}") from None
+    if depth > max_depth:
+        raise UntrustedInputError(f"{what} is nested deeper than {max_depth} levels")
 
 
 def _first_clause(exc: Exception) -> str:

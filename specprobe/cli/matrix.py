@@ -174,16 +174,10 @@ def _record(
     ] = None,
 ) -> None:
     """Turn a smoke run's JSON into a matrix entry with its measured acceptance as evidence."""
-    from specprobe.compat.record import load_smoke_json, matrix_document, merge_into, record_entry
-    from specprobe.compat.subjects import classify_draft, classify_target
+    from specprobe.compat.record import load_smoke_json, matrix_document, merge_into, record_entry, recorded_subjects
 
     data = load_smoke_json(smoke_result)
-    subject = data["subject"]
-    target_info = classify_target(target or str(subject["target"]))
-    draft_spec = draft or subject.get("draft")
-    if not draft_spec:
-        raise SpecprobeError(f"{smoke_result.name} names no drafter folder: pass --draft")
-    draft_info = classify_draft(str(draft_spec))
+    target_info, draft_info = recorded_subjects(data, smoke_name=smoke_result.name, target=target, draft=draft)
     entry = record_entry(data, smoke_name=smoke_result.name, target=target_info, draft=draft_info, entry_id=entry_id)
     if output is None:
         write_output(matrix_document([entry], "Measured pairings recorded with `specprobe matrix record`."), None)

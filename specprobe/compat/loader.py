@@ -15,8 +15,11 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from specprobe.compat.model import Acceptance, Entry, EntryKind, Status
 from specprobe.findings import Severity, SpecprobeError
 from specprobe.hfconfig import AttentionKind
+from specprobe.untrusted import UntrustedInputError, check_tree, read_bounded
 
 SCHEMA_FILE = "compat_matrix.schema.json"
+# The shipped matrix is ~100 kB; a user's file of recorded runs is smaller still.
+MAX_MATRIX_BYTES = 16 * 1024 * 1024
 
 
 class MatrixError(SpecprobeError):
@@ -91,17 +94,32 @@ def entry_from_dict(data: dict[str, Any], source: str | None = None) -> Entry:
     )
 
 
+def parse_matrix_yaml(text: str | bytes, name: str) -> Any:
+    """One matrix YAML document, within bounds: PyYAML has no nesting limit (RecursionError) and its
+    aliases can expand a small file into billions of values that validation would walk."""
+    try:
+        document = yaml.load(text, Loader=_SAFE_LOADER)
+    except UnicodeDecodeError as exc:
+        raise UntrustedInputError(f"{name} is not UTF-8 ({exc.reason})") from None
+    except RecursionError:
+        raise UntrustedInputError(f"{name} is nested too deeply to read") from None
+    except yaml.YAMLError as exc:
+        raise UntrustedInputError(f"{name} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    check_tree(document, what=name)
+    return document
+
+
 def load_file(path: Path, *, validate: bool = True) -> list[Entry]:
     """Parse and validate one matrix file; any problem is a MatrixError naming the file.
 
     The shipped files are validated by the test suite, so loading them skips the schema check.
     """
     try:
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MatrixError(f"cannot read {path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise MatrixError(f"{path.name} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        document = parse_matrix_yaml(read_bounded(path, max_bytes=MAX_MATRIX_BYTES, what=path.name), path.name)
+    except OSError as exc:
+        raise MatrixError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UntrustedInputError as exc:
+        raise MatrixError(str(exc)) from None
     errors = validation_errors(document) if validate else []
     if errors:
         raise MatrixError(f"{path.name} does not match the matrix schema: {errors[0]}")

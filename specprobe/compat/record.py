@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from specprobe.compat.loader import MatrixError, entry_from_dict, validation_errors
+from specprobe.compat.loader import MatrixError, entry_from_dict, parse_matrix_yaml, validation_errors
 from specprobe.compat.model import Acceptance, Entry, EntryKind, Status
 from specprobe.compat.subjects import DraftInfo, TargetInfo, parse_engine
 from specprobe.findings import Severity, SpecprobeError
+from specprobe.untrusted import UntrustedInputError, load_json_file
 
 # Below these the drafter does not pay for itself: one accepted token in five drafted, or fewer than
 # 1.3 tokens per target forward pass (the field report's pairing measured ~15%).
@@ -23,16 +25,27 @@ FAIL_ACCEPTANCE_LENGTH = 1.3
 WARN_ACCEPTANCE_RATE = 0.4
 
 
+# A smoke result is a few kB (per-position rates, a handful of figures); 16 MiB is far beyond any.
+MAX_SMOKE_JSON_BYTES = 16 * 1024 * 1024
+# Measured figures recorded into the matrix: each must be a finite number (or absent/null).
+MEASURED_FIELDS = ("acceptance_rate", "mean_acceptance_length", "speedup", "tokens", "drafts", "tokens_per_s")
+
+
 def load_smoke_json(path: Path) -> dict[str, Any]:
-    """Read a `specprobe smoke --format json` result; anything else is a usage error (exit 2)."""
+    """Read a `specprobe smoke --format json` result; anything else is a usage error (exit 2).
+
+    Every field that is recorded is checked, naming the field: a measured value must be a finite
+    number (Python's json reads ``NaN``/``Infinity``, which must never become a measurement), and a
+    field of the wrong type is refused rather than silently left out of the entry.
+    """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_file(path, max_bytes=MAX_SMOKE_JSON_BYTES).value
     except FileNotFoundError:
         raise SpecprobeError(f"{path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecprobeError(f"cannot read {path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SpecprobeError(f"{path.name} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except OSError as exc:
+        raise SpecprobeError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UntrustedInputError as exc:
+        raise SpecprobeError(str(exc)) from None
     if not isinstance(data, dict):
         raise SpecprobeError(f"{path.name} is not a smoke result (not a JSON object)")
     if data.get("command", "smoke") != "smoke":
@@ -41,6 +54,24 @@ def load_smoke_json(path: Path) -> dict[str, Any]:
     subject = data.get("subject")
     if not isinstance(subject, dict) or not subject.get("target"):
         raise SpecprobeError(f"{path.name} has no subject with a target")
+    for key in ("target", "draft", "engine", "backend", "method"):
+        value = subject.get(key)
+        if value is not None and not isinstance(value, str):
+            raise SpecprobeError(f"{path.name}: subject.{key} must be a string, got {_kind(value)}")
+    method = data.get("method")
+    if method is not None and not isinstance(method, str):
+        raise SpecprobeError(f"{path.name}: method must be a string, got {_kind(method)}")
+    for key in MEASURED_FIELDS:
+        _check_measured(path, key, data.get(key))
+    ci95 = data.get("ci95")
+    if ci95 is not None:
+        if not isinstance(ci95, list) or len(ci95) != 2:
+            raise SpecprobeError(f"{path.name}: ci95 must be a list of two numbers, got {_kind(ci95)}")
+        for index, bound in enumerate(ci95):
+            _check_measured(path, f"ci95[{index}]", bound)
+    lossless = data.get("lossless")
+    if lossless is not None and not isinstance(lossless, bool):
+        raise SpecprobeError(f"{path.name}: lossless must be true or false, got {_kind(lossless)}")
     rate: Any = data.get("acceptance_rate")
     length: Any = data.get("mean_acceptance_length")
     if not _number(rate) and not _number(length):
@@ -50,6 +81,49 @@ def load_smoke_json(path: Path) -> dict[str, Any]:
     if _number(length) and float(length) < 1:
         raise SpecprobeError(f"{path.name}: mean_acceptance_length {length} is below 1")
     return data
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    names = {bool: "a boolean", str: "a string", list: "a list", dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _check_measured(path: Path, key: str, value: Any) -> None:
+    if value is None:
+        return
+    if not _number(value):
+        raise SpecprobeError(f"{path.name}: {key} must be a number, got {_kind(value)}")
+    if not math.isfinite(value):
+        raise SpecprobeError(f"{path.name}: {key} is {value}, not a measured value")
+    if value < 0:
+        raise SpecprobeError(f"{path.name}: {key} is negative ({value})")
+
+
+def recorded_subjects(
+    data: dict[str, Any], *, smoke_name: str, target: str | None = None, draft: str | None = None
+) -> tuple[TargetInfo, DraftInfo]:
+    """The target and drafter to classify: ``--target``/``--draft`` when given, else the result file's
+    subject; a path from the file that is not here says that it came from the file."""
+    from specprobe.compat.subjects import classify_draft, classify_target
+
+    subject = data["subject"]
+
+    def from_file(what: str, spec: str, classify: Any) -> Any:
+        try:
+            return classify(spec)
+        except SpecprobeError as exc:
+            raise SpecprobeError(
+                f"{exc} (subject.{what} in {smoke_name}, as recorded where the smoke run ran; pass --{what})"
+            ) from None
+
+    target_info = classify_target(target) if target else from_file("target", str(subject["target"]), classify_target)
+    if draft:
+        return target_info, classify_draft(draft)
+    if not subject.get("draft"):
+        raise SpecprobeError(f"{smoke_name} names no drafter folder: pass --draft")
+    return target_info, from_file("draft", str(subject["draft"]), classify_draft)
 
 
 def _number(value: Any) -> bool:
@@ -185,7 +259,10 @@ def merge_into(existing_text: str | None, entry: Entry) -> str:
     """An existing matrix file with ``entry`` added (or replacing the entry of the same id)."""
     if not existing_text:
         return matrix_document([entry], "Measured pairings recorded with `specprobe matrix record`.")
-    document = yaml.safe_load(existing_text)
+    try:
+        document = parse_matrix_yaml(existing_text, "the output file")
+    except UntrustedInputError as exc:
+        raise MatrixError(f"{exc}; choose another --output") from None
     if validation_errors(document):
         raise MatrixError("the output file exists and is not a matrix file; choose another --output")
     kept = [e for e in document["entries"] if e.get("id") != entry.id]
