@@ -143,8 +143,10 @@ def parse_compose(documents: list[Any], file: str, base_dir: Path) -> tuple[list
         scope = {**dotenv, **env}
         image_raw = service.get("image")
         image = interpolate(image_raw, dotenv) if isinstance(image_raw, str) else None
-        entrypoint = _words(service, "entrypoint", name, scope, problems)
-        command = _words(service, "command", name, scope, problems)
+        # Compose interpolates from the shell and .env only; the service's environment is what a shell
+        # inside the container sees (`sh -c "... $$VAR"`).
+        entrypoint = _words(service, "entrypoint", name, dotenv, problems)
+        command = _words(service, "command", name, dotenv, problems)
         words: list[str] = []
         lines: list[int | None] = []
         origins: dict[int, tuple[int, bool]] = {}

@@ -118,6 +118,10 @@ def _schema_findings(root: Any, lines: _Lines, file: str) -> list[Finding]:
             message = "a deployment needs `launch`, or `engine` and `target` (a command is built from them)"
         finding = rules.MANIFEST_SCHEMA.finding(f"{where}: {message}", location=where)
         finding.file, finding.line = file, lines.of(path)
+        if len(path) >= 2 and path[0] == "deployments" and isinstance(path[1], int):
+            entry = _plain(root)["deployments"][path[1]]
+            label = entry.get("name") if isinstance(entry, dict) else None
+            finding.deployment = f"manifest/{label if isinstance(label, str) and label else path[1]}"
         findings.append(finding)
     return findings
 

@@ -175,10 +175,10 @@ COMPOSE = textwrap.dedent(
         <<: *gpu
         image: vllm/vllm-openai:${VLLM_TAG:-v0.33.0}
         environment:
-          DRAFT: /models/draft
+          HF_HUB_OFFLINE: "1"
         command: >-
           Qwen/Qwen3-8B
-          --speculative-config '{"method": "eagle3", "model": "${DRAFT}", "num_speculative_tokens": 3}'
+          --speculative-config '{"method": "eagle3", "model": "${DRAFT:-/models/draft}", "num_speculative_tokens": 3}'
       sgl:
         image: lmsysorg/sglang:v0.5.23
         entrypoint: ["python3", "-m", "sglang.launch_server"]
