@@ -20,6 +20,10 @@ class Rule:
     severity: Severity
     description: str
     evidence: tuple[str, ...] = field(default_factory=tuple)
+    # Longer text for `specprobe rule ID`, SARIF help and docs/rules/: what goes wrong in the engine
+    # when the rule fires, and what to change. Keyword-only in ``rule()``; optional.
+    why: str | None = None
+    fix: str | None = None
 
     def finding(
         self,
@@ -49,12 +53,16 @@ def rule(
     severity: Severity,
     description: str,
     *evidence: str,
+    why: str | None = None,
+    fix: str | None = None,
 ) -> Rule:
     """Define and register a rule; IDs are unique across all families."""
     if id in RULES:
         raise ValueError(f"duplicate rule id {id}")
     if not evidence:
         raise ValueError(f"rule {id} needs evidence")
-    defined = Rule(id=id, family=family, severity=severity, description=description, evidence=evidence)
+    defined = Rule(
+        id=id, family=family, severity=severity, description=description, evidence=evidence, why=why, fix=fix
+    )
     RULES[id] = defined
     return defined
