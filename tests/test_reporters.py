@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from reporters.samples import RULES
 
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters import REPORTERS
@@ -56,7 +57,7 @@ def passing_report() -> Report:
 @pytest.mark.parametrize("case", ["failing", "passing"])
 def test_reporter_matches_golden(name: str, case: str) -> None:
     report = sample_report() if case == "failing" else passing_report()
-    rendered = REPORTERS[name](color=False).render(report)
+    rendered = REPORTERS[name](color=False, rules=RULES).render(report)
     golden = GOLDEN / f"{case}.{name}"
     if os.environ.get("SPECPROBE_UPDATE_GOLDEN") == "1":
         golden.write_text(rendered, encoding="utf-8")

@@ -1,0 +1,77 @@
+"""GitHub Actions workflow commands: ``::error file=F,line=L,title=RULE::message`` annotations on the
+pull request, and a markdown summary appended to ``$GITHUB_STEP_SUMMARY`` when the runner sets it.
+
+Escaping follows @actions/core's ``escapeData`` / ``escapeProperty`` exactly
+(https://github.com/actions/toolkit/blob/4b9afa4c890de9d1a84c75bb617ee4d96207823a/packages/core/src/command.ts#L103-L116):
+``%``, CR and LF in the message; additionally ``:`` and ``,`` in properties. Other control
+characters are shown as ``\\xNN`` so a hostile manifest cannot drive the log viewer's ANSI parser.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from specprobe.findings import Finding, Report, Severity, SpecprobeError
+from specprobe.reporters._shared import artifact_path, printable
+from specprobe.reporters.base import Reporter
+
+_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: Finding, report: Report) -> str:
+    properties: list[tuple[str, str]] = []
+    path = artifact_path(finding, report)
+    if path is not None:
+        properties.append(("file", path))
+        if finding.line is not None and finding.line >= 1:
+            properties.append(("line", str(finding.line)))
+    properties.append(("title", finding.rule))
+    message = finding.message
+    if finding.deployment is not None:
+        message = f"{finding.deployment}: {message}"
+    if finding.hint:
+        message += f"\nhint: {finding.hint}"
+    if finding.evidence:
+        message += f"\nsee: {finding.evidence[0]}"
+    props = ",".join(f"{key}={escape_property(printable(value, keep_cr=True))}" for key, value in properties)
+    return f"::{_COMMAND[finding.severity]} {props}::{escape_data(printable(message, keep_cr=True))}"
+
+
+class GithubReporter(Reporter):
+    name = "github"
+    description = "GitHub Actions annotations (::error/::warning/::notice); job summary when GITHUB_STEP_SUMMARY is set"
+
+    def render(self, report: Report) -> str:
+        lines = [annotation(f, report) for f in report.sorted_findings()]
+        summary = report.summary
+        verdict = "PASS" if report.ok else "FAIL"
+        lines.append(
+            f"specprobe {report.command}: {verdict} {summary.errors} error(s), {summary.warnings} warning(s), "
+            f"{summary.infos} info"
+        )
+        return "\n".join(lines) + "\n"
+
+
+def append_step_summary(report: Report, *, strict: bool = False) -> Path | None:
+    """Append the markdown report to ``$GITHUB_STEP_SUMMARY`` when running in GitHub Actions."""
+    from specprobe.reporters.markdown import MarkdownReporter
+
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    path = Path(target)
+    try:
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(MarkdownReporter(strict=strict).render(report))
+    except OSError as exc:
+        raise SpecprobeError(f"cannot append to GITHUB_STEP_SUMMARY {path}: {exc.strerror}") from None
+    return path

@@ -1,0 +1,71 @@
+"""JUnit XML reporter, for CI test-report views (GitLab's ``artifacts:reports:junit``, Jenkins, ...).
+
+One ``<testsuite>`` per deployment (or the one subject of check/lint), one ``<testcase>`` per finding
+plus one passing case for a section without findings; errors are ``<failure>``s, and warnings too
+under ``--strict``, matching the exit code. Written with the standard library's ElementTree, which
+escapes markup; control characters, which XML 1.0 cannot hold at all, are shown as ``\\xNN``.
+"""
+
+from __future__ import annotations
+
+from specprobe.findings import Finding, Report
+from specprobe.reporters._shared import fails, printable, section_names, section_of
+from specprobe.reporters.base import Reporter
+
+
+def _case_name(finding: Finding) -> str:
+    where = finding.location or (f"{finding.file}:{finding.line}" if finding.file and finding.line else finding.file)
+    return printable(f"{finding.rule} [{where}]" if where else finding.rule)
+
+
+def _details(finding: Finding) -> str:
+    lines = [finding.message]
+    if finding.hint:
+        lines.append(f"hint: {finding.hint}")
+    if finding.file:
+        lines.append(f"file: {finding.file}" + (f":{finding.line}" if finding.line else ""))
+    lines += [f"see: {url}" for url in finding.evidence]
+    return printable("\n".join(lines))
+
+
+class JunitReporter(Reporter):
+    name = "junit"
+    description = "JUnit XML: a test suite per deployment, a failing test case per error (and warning under --strict)"
+
+    def render(self, report: Report) -> str:
+        import xml.etree.ElementTree as ET  # only when this format is chosen: keeps start-up light
+
+        root = ET.Element("testsuites", name=f"specprobe {report.command}")
+        findings = report.sorted_findings()
+        total = failed = 0
+        for section in section_names(report):
+            members = [f for f in findings if section_of(f, report) == section]
+            suite = ET.SubElement(root, "testsuite", name=printable(section))
+            suite_failures = 0
+            for finding in members:
+                case = ET.SubElement(
+                    suite, "testcase", name=_case_name(finding), classname=printable(f"specprobe.{section}")
+                )
+                if fails(finding.severity, self.strict):
+                    suite_failures += 1
+                    failure = ET.SubElement(
+                        case, "failure", message=printable(finding.message), type=finding.severity.value
+                    )
+                    failure.text = _details(finding)
+                else:
+                    ET.SubElement(case, "system-out").text = f"{finding.severity.value}: {_details(finding)}"
+            if not members:
+                ET.SubElement(suite, "testcase", name=f"specprobe {report.command}", classname=printable(
+                    f"specprobe.{section}"))
+            cases = max(len(members), 1)
+            suite.set("tests", str(cases))
+            suite.set("failures", str(suite_failures))
+            suite.set("errors", "0")
+            suite.set("skipped", "0")
+            total += cases
+            failed += suite_failures
+        root.set("tests", str(total))
+        root.set("failures", str(failed))
+        root.set("errors", "0")
+        ET.indent(root)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

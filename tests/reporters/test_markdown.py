@@ -1,0 +1,35 @@
+"""The markdown report: a verdict, one section per deployment, text from inputs escaped."""
+
+from __future__ import annotations
+
+from specprobe.findings import Report
+from specprobe.reporters.markdown import MarkdownReporter, cell
+
+from .samples import COMPOSE, K8S, RULES, deployments_report
+
+
+def test_a_section_per_deployment_in_report_order() -> None:
+    text = MarkdownReporter(rules=RULES).render(deployments_report())
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    assert headings == [
+        f"### {K8S}: FAIL (1 failing)",
+        f"### {COMPOSE}: PASS",
+        "### k8s/Deployment/quiet/container/vllm: PASS",
+    ]
+    assert text.startswith("## specprobe gate: FAIL\n")
+
+
+def test_table_cells_cannot_break_the_table_or_inject_html() -> None:
+    assert cell("a | b\n<script>x</script>\x1b[2J") == "a \\| b<br>&lt;script&gt;x&lt;/script&gt;\\x1b[2J"
+    text = MarkdownReporter(rules=RULES).render(deployments_report())
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "LINT-SPEC-TOKENS" in line]
+    assert len(rows) == 1
+    # Four cells: the escaped pipe inside the message does not open a fifth.
+    assert rows[0].replace("\\|", "").count("|") == 5
+
+
+def test_suppressed_findings_are_counted() -> None:
+    report = Report(command="check", extra={"suppressed": {"config": 2, "baseline": 1}})
+    text = MarkdownReporter(rules=RULES).render(report)
+    assert "3 suppressed (baseline 1, config 2)" in text
+    assert "No findings." in text
