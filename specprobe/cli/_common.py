@@ -5,28 +5,66 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from specprobe.findings import ExitCode, Report, SpecprobeError, exit_code
+from specprobe.baseline import suppressed_count
+from specprobe.findings import ExitCode, Report, Severity, SpecprobeError, exit_code
 from specprobe.reporters import REPORTERS
 from specprobe.textsafe import terminal
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-FORMAT_HELP = "Output format: " + ", ".join(REPORTERS) + " (env SPECPROBE_FORMAT)."
+# Every registered reporter renders a findings report; commands with other output (rules, schema)
+# declare their own shorter tuple.
+FINDINGS_FORMATS: tuple[str, ...] = tuple(REPORTERS)
 
-FormatOption = Annotated[
-    str | None, typer.Option("--format", "-f", help=FORMAT_HELP, show_default=False)
-]
+
+def format_option(formats: Sequence[str]) -> Any:
+    """The ``--format`` option of a command that writes ``formats`` (its help lists them)."""
+    return typer.Option(
+        "--format",
+        "-f",
+        metavar="[" + "|".join(formats) + "]",
+        help="Output format: " + ", ".join(formats) + " (env SPECPROBE_FORMAT).",
+        show_default=False,
+    )
+
+
+FORMAT_HELP = "Output format: " + ", ".join(FINDINGS_FORMATS) + " (env SPECPROBE_FORMAT)."
+
+FormatOption = Annotated[str | None, format_option(FINDINGS_FORMATS)]
 OutputOption = Annotated[
     Path | None, typer.Option("--output", "-o", help="Write the report to FILE instead of stdout.", dir_okay=False)
 ]
 StrictOption = Annotated[bool, typer.Option("--strict", help="Warnings fail the run too (exit 1).")]
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        help="Configuration: a specprobe.toml or a pyproject.toml with [tool.specprobe] (default: the nearest "
+        "one above the inputs, else above the working directory).",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+BaselineOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        help="Baseline of accepted findings: written when FILE is missing (or with --update-baseline), "
+        "otherwise its findings are suppressed and only new ones fail.",
+        dir_okay=False,
+        show_default=False,
+    ),
+]
+UpdateBaselineOption = Annotated[
+    bool, typer.Option("--update-baseline", help="Rewrite the --baseline file with this run's findings.")
+]
 
 
 def use_color(output: Path | None) -> bool:
@@ -81,11 +119,64 @@ def write_output(text: str, output: Path | None) -> None:
         raise SpecprobeError(f"cannot write {output}: {exc.strerror}") from None
 
 
-def emit(report: Report, fmt: str | None, output: Path | None, *, strict: bool = False) -> None:
-    """Render ``report`` in the chosen format, write it, and exit by the policy in findings.py."""
-    chosen = resolve_format(fmt)
-    reporter = REPORTERS[chosen](color=use_color(output) and chosen == "text")
+def configured(
+    report: Report,
+    *,
+    inputs: Sequence[Path] = (),
+    config: Path | None = None,
+    baseline: Path | None = None,
+    update_baseline: bool = False,
+) -> tuple[Report, Severity | None]:
+    """``report`` filtered by the project configuration and the baseline, and the configured fail-on.
+
+    The configuration is ``config`` or the nearest one above the inputs (else the working
+    directory). The baseline is ``baseline`` or the configuration's; it is written, and this run's
+    errors and warnings accepted, when the file is missing or ``update_baseline`` is set.
+    """
+    from specprobe import baseline as baselines
+    from specprobe import config as configuration
+
+    settings = configuration.load_config(config if config is not None else configuration.find_config(inputs))
+    report = configuration.apply(report, settings)
+    baseline_path = baseline if baseline is not None else settings.baseline
+    if update_baseline and baseline_path is None:
+        raise SpecprobeError("--update-baseline needs --baseline FILE (or baseline = ... in the configuration)")
+    if baseline_path is not None:
+        if update_baseline or not baseline_path.exists():
+            # Info findings stay visible: a baseline accepts what would fail, not the run's context.
+            accepted = [f for f in report.findings if f.severity is not Severity.INFO]
+            baselines.write_baseline(baseline_path, accepted)
+            typer.echo(f"specprobe: wrote baseline {baseline_path} ({len(accepted)} finding(s))", err=True)
+        report = baselines.apply_baseline(report, baselines.read_baseline(baseline_path))
+    return report, settings.fail_on
+
+
+def emit(
+    report: Report,
+    fmt: str | None,
+    output: Path | None,
+    *,
+    strict: bool = False,
+    formats: Sequence[str] | None = None,
+    inputs: Sequence[Path] = (),
+    config: Path | None = None,
+    baseline: Path | None = None,
+    update_baseline: bool = False,
+) -> None:
+    """Apply configuration and baseline, render ``report`` in the chosen format, write it, and exit
+    by the policy in findings.py (``strict`` or the configuration's ``fail-on = "warning"``: warnings
+    fail too)."""
+    chosen = resolve_format(fmt, tuple(formats) if formats is not None else None)
+    report, fail_on = configured(
+        report, inputs=inputs, config=config, baseline=baseline, update_baseline=update_baseline
+    )
+    strict = strict or fail_on is Severity.WARNING
+    reporter = REPORTERS[chosen](color=use_color(output) and chosen == "text", strict=strict)
     write_output(reporter.render(report), output)
+    if chosen == "github":
+        from specprobe.reporters.github import append_step_summary
+
+        append_step_summary(report, strict=strict)
     code = exit_code(report, strict=strict)
     if output is not None or chosen != "text":
         # The verdict goes to stderr so that stdout stays a clean document.
@@ -93,5 +184,10 @@ def emit(report: Report, fmt: str | None, output: Path | None, *, strict: bool =
         typer.echo(
             f"specprobe {report.command}: {summary.errors} error(s), {summary.warnings} warning(s)",
             err=True,
+        )
+    suppressed = suppressed_count(report)
+    if suppressed:
+        typer.echo(
+            f"specprobe {report.command}: {suppressed} finding(s) suppressed by configuration or baseline", err=True
         )
     raise typer.Exit(int(code))

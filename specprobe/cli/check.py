@@ -7,7 +7,16 @@ from typing import Annotated
 
 import typer
 
-from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
+from specprobe.cli._common import (
+    BaselineOption,
+    ConfigOption,
+    FormatOption,
+    OutputOption,
+    StrictOption,
+    UpdateBaselineOption,
+    cannot_run_guard,
+    emit,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -30,9 +39,21 @@ def register(app: typer.Typer) -> None:
         strict: StrictOption = False,
         fmt: FormatOption = None,
         output: OutputOption = None,
+        config: ConfigOption = None,
+        baseline: BaselineOption = None,
+        update_baseline: UpdateBaselineOption = False,
     ) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
         from specprobe.check import run_check
 
         report = run_check(draft_dir, target=target, engine=engine, method=method, deep=deep)
-        emit(report, fmt, output, strict=strict)
+        emit(
+            report,
+            fmt,
+            output,
+            strict=strict,
+            inputs=[draft_dir],
+            config=config,
+            baseline=baseline,
+            update_baseline=update_baseline,
+        )

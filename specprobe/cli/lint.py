@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
+from specprobe.cli._common import (
+    BaselineOption,
+    ConfigOption,
+    FormatOption,
+    OutputOption,
+    StrictOption,
+    UpdateBaselineOption,
+    cannot_run_guard,
+    emit,
+)
 
 
 @cannot_run_guard
@@ -24,13 +33,16 @@ def _lint(
     fmt: FormatOption = None,
     output: OutputOption = None,
     strict: StrictOption = False,
+    config: ConfigOption = None,
+    baseline: BaselineOption = None,
+    update_baseline: UpdateBaselineOption = False,
 ) -> None:
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
     compatibility matrix (nothing is run or downloaded)."""
     from specprobe.lint import lint_command
 
     report = lint_command(list(command or []), engine=engine, strict=strict)
-    emit(report, fmt, output, strict=strict)
+    emit(report, fmt, output, strict=strict, config=config, baseline=baseline, update_baseline=update_baseline)
 
 
 def register(app: typer.Typer) -> None:

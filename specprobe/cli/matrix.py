@@ -12,6 +12,7 @@ from specprobe.cli._common import (
     StrictOption,
     cannot_run_guard,
     emit,
+    format_option,
     use_color,
     write_output,
 )
@@ -19,15 +20,7 @@ from specprobe.findings import ExitCode, Report, SpecprobeError, exit_code
 
 MATRIX_FORMATS = ("text", "json", "markdown")
 
-MatrixFormatOption = Annotated[
-    str | None,
-    typer.Option(
-        "--format",
-        "-f",
-        show_default=False,
-        help="Output format: text (table or findings), json, markdown, or any other reporter (env SPECPROBE_FORMAT).",
-    ),
-]
+MatrixFormatOption = Annotated[str | None, format_option(MATRIX_FORMATS)]
 
 EngineOption = Annotated[
     str | None, typer.Option("--engine", "-e", help="vllm or sglang, optionally ==VERSION (e.g. vllm==0.16.0).")
@@ -58,10 +51,9 @@ MatrixFileOption = Annotated[
 
 def _format(fmt: str | None) -> str:
     from specprobe.cli._common import resolve_format
-    from specprobe.reporters import REPORTERS
 
-    # markdown is the matrix's own rendering; every registered reporter renders the findings report.
-    return resolve_format(fmt, tuple(dict.fromkeys((*MATRIX_FORMATS, *REPORTERS))))
+    # markdown is the matrix's own rendering (table or verdicts); text and json go through emit.
+    return resolve_format(fmt, MATRIX_FORMATS)
 
 
 def _entries(extra: list[Path] | None) -> list[object]:

@@ -1,45 +1,107 @@
-"""`specprobe rules`: list every rule with its ID, severity, family, description and evidence."""
+"""`specprobe rules` lists every rule; `specprobe rule ID` explains one (why, evidence, how to fix)."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from specprobe.cli._common import OutputOption, cannot_run_guard, resolve_format, write_output
+from specprobe.cli._common import OutputOption, cannot_run_guard, format_option, resolve_format, write_output
+from specprobe.findings import Report, SpecprobeError
+
+if TYPE_CHECKING:
+    from specprobe.rules import Rule
+
+RULES_FORMATS = ("text", "json", "markdown")
+RULE_FORMATS = ("text", "json", "markdown")
+
+
+def rule_json(rule: Rule) -> dict[str, Any]:
+    from specprobe.ruledocs import rule_doc_url
+
+    return {
+        "id": rule.id,
+        "family": rule.family,
+        "severity": rule.severity.value,
+        "description": rule.description,
+        "why": rule.why,
+        "fix": rule.fix,
+        "evidence": list(rule.evidence),
+        "docs": rule_doc_url(rule.id),
+    }
+
+
+def _envelope(report: Report) -> str:
+    return json.dumps(report.to_json_dict(), indent=2) + "\n"
+
+
+def explain(rule: Rule) -> str:
+    """The terminal page of one rule."""
+    from specprobe.ruledocs import rule_doc_url
+
+    lines = [
+        f"{rule.id}  ({rule.family}, default severity {rule.severity.value})",
+        "",
+        rule.description,
+    ]
+    if rule.why:
+        lines += ["", "Why:", f"  {rule.why}"]
+    if rule.fix:
+        lines += ["", "How to fix:", f"  {rule.fix}"]
+    lines += ["", "Evidence:", *(f"  {url}" for url in rule.evidence)]
+    lines += ["", f"Docs: {rule_doc_url(rule.id)}"]
+    return "\n".join(lines) + "\n"
+
+
+def find_rule(rule_id: str) -> Rule:
+    from specprobe.rules.catalog import all_rules
+
+    by_id = {r.id: r for r in all_rules()}
+    wanted = rule_id.strip().upper()
+    if wanted in by_id:
+        return by_id[wanted]
+    close = sorted(r for r in by_id if wanted and (wanted in r or r.startswith(wanted.split("-")[0] + "-")))
+    hint = f"; did you mean {', '.join(close[:5])}?" if close else "; `specprobe rules` lists them"
+    raise SpecprobeError(f"no rule {rule_id!r}{hint}")
 
 
 def register(app: typer.Typer) -> None:
     @app.command("rules")
     @cannot_run_guard
     def rules_command(
-        fmt: Annotated[
-            str | None, typer.Option("--format", "-f", help="text, json or markdown (env SPECPROBE_FORMAT).")
-        ] = None,
+        fmt: Annotated[str | None, format_option(RULES_FORMATS)] = None,
         output: OutputOption = None,
     ) -> None:
         """List every rule: stable ID, severity, family, one-line description, evidence."""
         from specprobe.rules.catalog import all_rules, render_markdown
 
-        chosen = resolve_format(fmt, ("text", "json", "markdown"))
+        chosen = resolve_format(fmt, RULES_FORMATS)
         rules = all_rules()
         if chosen == "json":
-            text = json.dumps(
-                [
-                    {
-                        "id": r.id,
-                        "family": r.family,
-                        "severity": r.severity.value,
-                        "description": r.description,
-                        "evidence": list(r.evidence),
-                    }
-                    for r in rules
-                ],
-                indent=2,
-            ) + "\n"
+            text = _envelope(Report(command="rules", extra={"rules": [rule_json(r) for r in rules]}))
         elif chosen == "markdown":
             text = render_markdown(rules)
         else:
             text = "".join(f"{r.id:<28} {r.severity.value:<8} {r.family:<9} {r.description}\n" for r in rules)
+        write_output(text, output)
+
+    @app.command("rule")
+    @cannot_run_guard
+    def rule_command(
+        rule_id: Annotated[str, typer.Argument(metavar="ID", help="A rule ID, e.g. VOCAB-D2T-RANGE.")],
+        fmt: Annotated[str | None, format_option(RULE_FORMATS)] = None,
+        output: OutputOption = None,
+    ) -> None:
+        """Explain one rule: what it checks, why it matters, evidence, how to fix it."""
+        from specprobe.ruledocs import render_rule_page
+
+        chosen = resolve_format(fmt, RULE_FORMATS)
+        rule = find_rule(rule_id)
+        if chosen == "json":
+            text = _envelope(Report(command="rule", subject={"rule": rule.id}, extra={"rule": rule_json(rule)}))
+        elif chosen == "markdown":
+            text = render_rule_page(rule)
+        else:
+            text = explain(rule)
         write_output(text, output)
