@@ -1,36 +1,18 @@
 """What the CI formats share: report sections (one per deployment), paths relative to the checkout,
-severity words, and neutralising control characters that came from the user's files."""
+counts and the exit policy per finding. Untrusted text is made safe by ``specprobe.textsafe``."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from specprobe.baseline import relative_path
 from specprobe.findings import Finding, Report, Severity
-
-# C0 and C1 control characters: a hostile manifest must not be able to colour, move the cursor in,
-# or rewrite a CI log through a finding's message. Tab and newline always pass; carriage return only
-# where the format encodes it itself (GitHub's %0D).
-# Lone surrogates and U+FFFE/U+FFFF cannot be written as UTF-8 or XML either.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-_CONTROL_KEEP_CR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+from specprobe.textsafe import terminal
 
 # Subject keys that name an input file or folder, in the order a fallback location prefers them.
 _SUBJECT_PATH_KEYS = ("file", "path", "manifest", "draft", "target")
-
-
-def printable(text: str, *, keep_cr: bool = False) -> str:
-    """``text`` with control characters shown as ``\\xNN`` instead of acted upon."""
-    pattern = _CONTROL_KEEP_CR if keep_cr else _CONTROL
-    return pattern.sub(_escaped, text)
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def subject_label(report: Report) -> str:
@@ -70,7 +52,7 @@ def artifact_path(finding: Finding, report: Report) -> str | None:
     """The file a finding points at, relative to the working directory: its own ``file``, else the
     input the report examined (the drafter folder of ``check``); None for a bare command line."""
     if finding.file is not None:
-        return printable(relative_path(finding.file))
+        return terminal(relative_path(finding.file))
     for key in _SUBJECT_PATH_KEYS:
         value: Any = report.subject.get(key)
         if not (isinstance(value, str) and value and Path(value).exists()):
@@ -79,8 +61,8 @@ def artifact_path(finding: Finding, report: Report) -> str | None:
         head = (finding.location or "").split(":", 1)[0]
         inner = Path(value) / head
         if head and Path(value).is_dir() and inner.is_file():
-            return printable(relative_path(str(inner)))
-        return printable(relative_path(value))
+            return terminal(relative_path(str(inner)))
+        return terminal(relative_path(value))
     return None
 
 

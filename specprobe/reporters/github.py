@@ -3,8 +3,9 @@ pull request, and a markdown summary appended to ``$GITHUB_STEP_SUMMARY`` when t
 
 Escaping follows @actions/core's ``escapeData`` / ``escapeProperty`` exactly
 (https://github.com/actions/toolkit/blob/4b9afa4c890de9d1a84c75bb617ee4d96207823a/packages/core/src/command.ts#L103-L116):
-``%``, CR and LF in the message; additionally ``:`` and ``,`` in properties. Other control
-characters are shown as ``\\xNN`` so a hostile manifest cannot drive the log viewer's ANSI parser.
+``%``, CR and LF in the message; additionally ``:`` and ``,`` in properties (``specprobe.textsafe``'s
+``annotation_data`` / ``annotation_property``, which first make control characters visible, so a
+hostile manifest cannot drive the log viewer's ANSI parser).
 """
 
 from __future__ import annotations
@@ -13,18 +14,11 @@ import os
 from pathlib import Path
 
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
-from specprobe.reporters._shared import artifact_path, printable
+from specprobe.reporters._shared import artifact_path
 from specprobe.reporters.base import Reporter
+from specprobe.textsafe import annotation_data, annotation_property
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
-
-
-def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def annotation(finding: Finding, report: Report) -> str:
@@ -35,15 +29,18 @@ def annotation(finding: Finding, report: Report) -> str:
         if finding.line is not None and finding.line >= 1:
             properties.append(("line", str(finding.line)))
     properties.append(("title", finding.rule))
-    message = finding.message
+    # Each piece is escaped on its own (textsafe.annotation_data: non-printables made visible, then
+    # @actions/core's escapeData); the pieces are joined by an encoded newline, which the runner
+    # turns back into a line break inside the one annotation.
+    pieces = [finding.message]
     if finding.deployment is not None:
-        message = f"{finding.deployment}: {message}"
+        pieces[0] = f"{finding.deployment}: {finding.message}"
     if finding.hint:
-        message += f"\nhint: {finding.hint}"
+        pieces.append(f"hint: {finding.hint}")
     if finding.evidence:
-        message += f"\nsee: {finding.evidence[0]}"
-    props = ",".join(f"{key}={escape_property(printable(value, keep_cr=True))}" for key, value in properties)
-    return f"::{_COMMAND[finding.severity]} {props}::{escape_data(printable(message, keep_cr=True))}"
+        pieces.append(f"see: {finding.evidence[0]}")
+    props = ",".join(f"{key}={annotation_property(value)}" for key, value in properties)
+    return f"::{_COMMAND[finding.severity]} {props}::" + "%0A".join(annotation_data(p) for p in pieces)
 
 
 class GithubReporter(Reporter):

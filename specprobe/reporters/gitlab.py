@@ -14,8 +14,9 @@ from typing import Any
 
 from specprobe.baseline import fingerprint
 from specprobe.findings import Finding, Report, Severity
-from specprobe.reporters._shared import artifact_path, printable
+from specprobe.reporters._shared import artifact_path
 from specprobe.reporters.base import Reporter
+from specprobe.textsafe import terminal
 
 # An error stops the deployment from working (critical); a warning predicts a concrete misbehaviour
 # of the engine version checked (major); info is context.
@@ -29,7 +30,7 @@ def issue(finding: Finding, report: Report) -> dict[str, Any]:
     if finding.hint:
         description += f" (hint: {finding.hint})"
     return {
-        "description": printable(description),
+        "description": terminal(description),
         "check_name": finding.rule,
         "fingerprint": fingerprint(finding),
         "severity": SEVERITY[finding.severity],

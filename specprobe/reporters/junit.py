@@ -3,29 +3,31 @@
 One ``<testsuite>`` per deployment (or the one subject of check/lint), one ``<testcase>`` per finding
 plus one passing case for a section without findings; errors are ``<failure>``s, and warnings too
 under ``--strict``, matching the exit code. Written with the standard library's ElementTree, which
-escapes markup; control characters, which XML 1.0 cannot hold at all, are shown as ``\\xNN``.
+escapes markup; control characters, which XML 1.0 cannot hold at all, are made visible by ``specprobe.textsafe``.
 """
 
 from __future__ import annotations
 
 from specprobe.findings import Finding, Report
-from specprobe.reporters._shared import fails, printable, section_names, section_of
+from specprobe.reporters._shared import fails, section_names, section_of
 from specprobe.reporters.base import Reporter
+from specprobe.textsafe import terminal
 
 
 def _case_name(finding: Finding) -> str:
     where = finding.location or (f"{finding.file}:{finding.line}" if finding.file and finding.line else finding.file)
-    return printable(f"{finding.rule} [{where}]" if where else finding.rule)
+    return terminal(f"{finding.rule} [{where}]" if where else finding.rule)
 
 
 def _details(finding: Finding) -> str:
-    lines = [finding.message]
+    """Message, hint, file and evidence, one per line; each piece escaped on its own."""
+    lines = [terminal(finding.message)]
     if finding.hint:
-        lines.append(f"hint: {finding.hint}")
+        lines.append(f"hint: {terminal(finding.hint)}")
     if finding.file:
-        lines.append(f"file: {finding.file}" + (f":{finding.line}" if finding.line else ""))
-    lines += [f"see: {url}" for url in finding.evidence]
-    return printable("\n".join(lines))
+        lines.append(f"file: {terminal(finding.file)}" + (f":{finding.line}" if finding.line else ""))
+    lines += [f"see: {terminal(url)}" for url in finding.evidence]
+    return "\n".join(lines)
 
 
 class JunitReporter(Reporter):
@@ -40,22 +42,22 @@ class JunitReporter(Reporter):
         total = failed = 0
         for section in section_names(report):
             members = [f for f in findings if section_of(f, report) == section]
-            suite = ET.SubElement(root, "testsuite", name=printable(section))
+            suite = ET.SubElement(root, "testsuite", name=terminal(section))
             suite_failures = 0
             for finding in members:
                 case = ET.SubElement(
-                    suite, "testcase", name=_case_name(finding), classname=printable(f"specprobe.{section}")
+                    suite, "testcase", name=_case_name(finding), classname=terminal(f"specprobe.{section}")
                 )
                 if fails(finding.severity, self.strict):
                     suite_failures += 1
                     failure = ET.SubElement(
-                        case, "failure", message=printable(finding.message), type=finding.severity.value
+                        case, "failure", message=terminal(finding.message), type=finding.severity.value
                     )
                     failure.text = _details(finding)
                 else:
                     ET.SubElement(case, "system-out").text = f"{finding.severity.value}: {_details(finding)}"
             if not members:
-                ET.SubElement(suite, "testcase", name=f"specprobe {report.command}", classname=printable(
+                ET.SubElement(suite, "testcase", name=f"specprobe {report.command}", classname=terminal(
                     f"specprobe.{section}"))
             cases = max(len(members), 1)
             suite.set("tests", str(cases))

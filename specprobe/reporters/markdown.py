@@ -1,31 +1,30 @@
 """Markdown reporter, for people: a verdict, then a section per deployment with a findings table.
 
 Used for ``$GITHUB_STEP_SUMMARY``, merge-request comments and files kept beside a deployment. Text
-from the user's files is escaped (table pipes, HTML, control characters) so it renders as written.
+from the user's files goes through ``textsafe.markdown`` (table pipes, HTML, markup, control
+characters) so it renders as written.
 """
 
 from __future__ import annotations
 
 from specprobe.findings import Finding, Report, Severity
-from specprobe.reporters._shared import (
-    counts_line,
-    fails,
-    printable,
-    section_names,
-    section_of,
-    suppressed_line,
-)
+from specprobe.reporters._shared import counts_line, fails, section_names, section_of, suppressed_line
 from specprobe.reporters.base import Reporter
 from specprobe.ruledocs import rule_doc_url
+from specprobe.textsafe import markdown, terminal
 
 _MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
 
 
 def cell(text: str) -> str:
-    """One table cell: HTML escaped, pipes escaped, newlines as <br>."""
-    import html
+    """One table cell or heading: markup, HTML, pipes and control characters escaped (textsafe)."""
+    return markdown(text)
 
-    return html.escape(printable(text), quote=False).replace("|", "\\|").replace("\n", "<br>")
+
+def _url(url: str) -> str:
+    """A link destination: evidence URLs come from the rules and matrix, but a space or ``)`` would
+    still end the link early."""
+    return terminal(url).replace(" ", "%20").replace(")", "%29")
 
 
 def _where(finding: Finding) -> str:
@@ -39,7 +38,7 @@ def _row(finding: Finding) -> str:
     if finding.hint:
         message += "<br>hint: " + cell(finding.hint)
     if finding.evidence:
-        message += " " + " ".join(f"[[{i + 1}]]({cell(url)})" for i, url in enumerate(finding.evidence))
+        message += " " + " ".join(f"[\\[{i + 1}\\]]({_url(url)})" for i, url in enumerate(finding.evidence))
     rule = f"[`{finding.rule}`]({rule_doc_url(finding.rule)})"
     return f"| {_MARK[finding.severity]} | {rule} | {cell(_where(finding))} | {message} |"
 

@@ -15,10 +15,11 @@ from urllib.parse import quote
 from specprobe import __version__
 from specprobe.baseline import FINGERPRINT_KEY, fingerprint
 from specprobe.findings import Finding, Report, Severity
-from specprobe.reporters._shared import artifact_path, printable, suppressed_line
+from specprobe.reporters._shared import artifact_path, suppressed_line
 from specprobe.reporters.base import Reporter
 from specprobe.ruledocs import REPOSITORY_URL, rule_doc_url, rule_help_markdown, rule_help_text
 from specprobe.rules import Rule
+from specprobe.textsafe import terminal
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -97,9 +98,9 @@ class SarifReporter(Reporter):
         return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
     def _result(self, finding: Finding, report: Report, rule_index: int) -> dict[str, Any]:
-        text = printable(finding.message)
+        text = terminal(finding.message)
         if finding.hint:
-            text += "\nhint: " + printable(finding.hint)
+            text += "\nhint: " + terminal(finding.hint)
         result: dict[str, Any] = {
             "ruleId": finding.rule,
             "ruleIndex": rule_index,
@@ -114,15 +115,15 @@ class SarifReporter(Reporter):
                 physical["region"] = {"startLine": finding.line}
             location: dict[str, Any] = {"physicalLocation": physical}
             if finding.deployment is not None:
-                name = printable(finding.deployment)
+                name = terminal(finding.deployment)
                 location["logicalLocations"] = [{"name": name, "fullyQualifiedName": name, "kind": "resource"}]
             result["locations"] = [location]
         elif finding.deployment is not None:
             # GitHub rejects a whole log when one result's location is logical only: keep it a property.
-            properties["deployment"] = printable(finding.deployment)
+            properties["deployment"] = terminal(finding.deployment)
         result["partialFingerprints"] = {FINGERPRINT_KEY: fingerprint(finding)}
         if finding.location:
-            properties["location"] = printable(finding.location)
+            properties["location"] = terminal(finding.location)
         if finding.evidence:
             properties["evidence"] = list(finding.evidence)
         if properties:

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specprobe.findings import Finding, Report, Severity
-from specprobe.reporters.github import GithubReporter, annotation, escape_data, escape_property
+from specprobe.reporters.github import GithubReporter, annotation
+from specprobe.textsafe import annotation_data, annotation_property, terminal
 
 from .conftest import run_cli
 from .samples import RULES, deployments_report
@@ -34,19 +35,20 @@ def parse(line: str) -> tuple[str, dict[str, str], str]:
 
 
 def test_escaping_matches_the_toolkit_on_its_own_examples() -> None:
-    # The replacements of packages/core/src/command.ts, in the toolkit's order ('%' first).
-    assert escape_data("100% done\r\nnext") == "100%25 done%0D%0Anext"
-    assert escape_data("a:b,c") == "a:b,c"
-    assert escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+    # The replacements of packages/core/src/command.ts, in the toolkit's order ('%' first), applied
+    # after textsafe made CR/LF and other controls visible.
+    assert annotation_data("100% done, a:b") == "100%25 done, a:b"
+    assert annotation_property("a:b,c%") == "a%3Ab%2Cc%25"
+    assert annotation_data("line\r\nnext") == "line\\r\\nnext"
 
 
 @given(st.text())
-def test_escaped_text_is_one_line_and_decodes_back(text: str) -> None:
-    data, prop = escape_data(text), escape_property(text)
+def test_escaped_text_is_one_line_and_decodes_to_the_visible_text(text: str) -> None:
+    data, prop = annotation_data(text), annotation_property(text)
     assert "\n" not in data and "\r" not in data
     assert not {",", ":", "\n", "\r"} & set(prop)
-    assert unescape(data) == text
-    assert unescape(prop) == text
+    assert unescape(data) == terminal(text)
+    assert unescape(prop) == terminal(text)
 
 
 @given(message=st.text(), file=st.text(min_size=1), line=st.integers(min_value=1, max_value=10**6))
@@ -69,7 +71,10 @@ def test_each_finding_is_one_annotation_with_file_line_and_title(tmp_path: Path,
     _, props, message = commands[1]
     assert props == {"file": "deploy/k8s.yaml", "line": "27", "title": "LINT-SPEC-TOKENS"}
     assert message.startswith("k8s/Deployment/vllm-eagle3/container/vllm: num_speculative_tokens 8")
-    assert "50% | <b>x</b>, a:b\r\n\\x1b[31mred" in message
+    assert "50% | <b>x</b>, a:b\\r\\n\\x1b[31mred" in message
+    # Hint and evidence are lines of the same annotation.
+    _, _, first = commands[0]
+    assert first.endswith("4096)\nhint: d2t[i] = target_id(i) - i\nsee: " + RULES["VOCAB-D2T-RANGE"].evidence[0])
     assert lines[-1] == "specprobe gate: FAIL 1 error(s), 2 warning(s), 1 info"
 
 

@@ -20,7 +20,7 @@ def test_a_section_per_deployment_in_report_order() -> None:
 
 
 def test_table_cells_cannot_break_the_table_or_inject_html() -> None:
-    assert cell("a | b\n<script>x</script>\x1b[2J") == "a \\| b<br>&lt;script&gt;x&lt;/script&gt;\\x1b[2J"
+    assert cell("a | b\n<script>x</script>\x1b[2J") == "a \\| b\\\\n\\<script\\>x\\</script\\>\\\\x1b\\[2J"
     text = MarkdownReporter(rules=RULES).render(deployments_report())
     rows = [line for line in text.splitlines() if line.startswith("| ") and "LINT-SPEC-TOKENS" in line]
     assert len(rows) == 1
