@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
+from specprobe.cli._common import (
+    BaselineOption,
+    ConfigOption,
+    FormatOption,
+    OutputOption,
+    StrictOption,
+    UpdateBaselineOption,
+    cannot_run_guard,
+    emit,
+)
 
 
 class FailOn(StrEnum):
@@ -44,6 +53,9 @@ def _gate(
         FailOn, typer.Option("--fail-on", help="Fail (exit 1) on errors only, or on warnings too.")
     ] = FailOn.ERROR,
     strict: StrictOption = False,
+    config: ConfigOption = None,
+    baseline: BaselineOption = None,
+    update_baseline: UpdateBaselineOption = False,
 ) -> None:
     """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
     and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
@@ -62,7 +74,16 @@ def _gate(
         report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict)
     else:
         report = gate_paths(given, engine=spec, strict=strict)
-    emit(report, fmt, output, strict=strict or fail_on is FailOn.WARNING)
+    emit(
+        report,
+        fmt,
+        output,
+        strict=strict or fail_on is FailOn.WARNING,
+        inputs=[Path(p) for p in given],
+        config=config,
+        baseline=baseline,
+        update_baseline=update_baseline,
+    )
 
 
 def register(app: typer.Typer) -> None:
