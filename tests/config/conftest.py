@@ -11,6 +11,10 @@ from typer.testing import CliRunner
 
 from specprobe.cli import app
 
+# The engine version at which the mpe-2048 drafter (2048 positions for a 131072-position target) is
+# a warning (TARGET-MAX-POSITION is version-ranged; vLLM 0.16.0 is inside its range).
+MPE_WARNING_ENGINE = "vllm==0.16.0"
+
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch) -> Path:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from specprobe.baseline import Baseline, apply_baseline, fingerprint, read_baseline, render_baseline
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 
-from .conftest import run_cli
+from .conftest import MPE_WARNING_ENGINE, run_cli
 
 
 def lint_finding(line: int, message: str = "num_speculative_tokens 8 > 3", **kwargs: str) -> Finding:
@@ -106,7 +106,7 @@ def test_adopting_the_gate_on_a_fleet_with_existing_findings(project: Path, mpe_
     baseline only ever suppresses what it recorded."""
     draft, target = mpe_draft
     baseline = project / "specprobe-baseline.json"
-    args = ["check", str(draft), "--target", str(target), "--engine", "vllm==0.33.0", "--strict"]
+    args = ["check", str(draft), "--target", str(target), "--engine", MPE_WARNING_ENGINE, "--strict"]
 
     code, _, _ = run_cli(*args)
     assert code == 1  # the warning fails under --strict before the team adopts a baseline
@@ -151,12 +151,12 @@ def test_the_same_tree_in_another_checkout_matches_the_baseline(
     draft, target = mpe_draft
     baseline = project / "baseline.json"
     rel = [str(draft.relative_to(project)), "--target", str(target.relative_to(project))]
-    code, _, _ = run_cli("check", *rel, "--engine", "vllm==0.33.0", "--strict", "--baseline", str(baseline))
+    code, _, _ = run_cli("check", *rel, "--engine", MPE_WARNING_ENGINE, "--strict", "--baseline", str(baseline))
     assert code == 0
     moved = tmp_path / "elsewhere"
     shutil.copytree(project, moved)
     monkeypatch.chdir(moved)
-    code, _, err = run_cli("check", *rel, "--engine", "vllm==0.33.0", "--strict", "--baseline", "baseline.json")
+    code, _, err = run_cli("check", *rel, "--engine", MPE_WARNING_ENGINE, "--strict", "--baseline", "baseline.json")
     assert code == 0, err
     assert "1 finding(s) suppressed" in err
 

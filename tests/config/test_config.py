@@ -11,7 +11,7 @@ import pytest
 from specprobe.config import Config, DeploymentIgnore, apply, find_config, is_selected, load_config, matches
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 
-from .conftest import run_cli
+from .conftest import MPE_WARNING_ENGINE, run_cli
 
 RULE_IDS = ["VOCAB-D2T-RANGE", "VOCAB-D2T-ORDER", "LINT-SPEC-TOKENS", "TARGET-MAX-POSITION", "TARGET-ATTENTION"]
 
@@ -27,7 +27,7 @@ def finding(rule: str, severity: Severity = Severity.WARNING, deployment: str | 
 
 
 def check_json(*args: str) -> tuple[int, dict, str]:
-    code, out, err = run_cli("check", *args, "--engine", "vllm==0.33.0", "--format", "json")
+    code, out, err = run_cli("check", *args, "--engine", MPE_WARNING_ENGINE, "--format", "json")
     return code, (json.loads(out) if out else {}), err
 
 

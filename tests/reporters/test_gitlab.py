@@ -11,7 +11,7 @@ import jsonschema
 from specprobe.baseline import fingerprint
 from specprobe.reporters.gitlab import GitlabReporter
 
-from .conftest import run_cli
+from .conftest import MPE_WARNING_ENGINE, run_cli
 from .samples import RULES, deployments_report
 
 # The documented table, as a schema: "Each object in that array must have at least the following
@@ -67,7 +67,7 @@ def test_no_byte_order_mark_and_an_empty_report_is_an_empty_array() -> None:
 
 def test_check_cli_codequality(built_case) -> None:
     draft, target = built_case("mpe-2048")
-    code, out, _ = run_cli("check", str(draft), "--target", str(target), "--engine", "vllm==0.33.0", "-f", "gitlab")
+    code, out, _ = run_cli("check", str(draft), "--target", str(target), "--engine", MPE_WARNING_ENGINE, "-f", "gitlab")
     assert code == 0
     issues = json.loads(out)
     jsonschema.validate(issues, CODE_QUALITY)

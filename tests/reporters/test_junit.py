@@ -10,7 +10,7 @@ import pytest
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters.junit import JunitReporter
 
-from .conftest import run_cli
+from .conftest import MPE_WARNING_ENGINE, run_cli
 from .samples import COMPOSE, K8S, RULES, deployments_report
 
 
@@ -66,7 +66,7 @@ def test_hostile_text_stays_well_formed_xml(tmp_path: Path) -> None:
 def test_check_cli_junit_is_readable(built_case, tmp_path: Path) -> None:
     draft, target = built_case("mpe-2048")
     out = tmp_path / "junit.xml"
-    args = ["check", str(draft), "--target", str(target), "--engine", "vllm==0.33.0", "-f", "junit", "-o", str(out)]
+    args = ["check", str(draft), "--target", str(target), "--engine", MPE_WARNING_ENGINE, "-f", "junit", "-o", str(out)]
     code, _, _ = run_cli(*args)
     assert code == 0
     (suite,) = list(junitparser.JUnitXml.fromfile(str(out)))
