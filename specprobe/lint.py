@@ -9,10 +9,12 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
 from specprobe.compat.evaluate import evaluate
 from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import Match
@@ -20,7 +22,8 @@ from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.engine_spec import EngineSpec, parse_engine_spec
-from specprobe.findings import Finding, Report, SpecprobeError
+from specprobe.findings import Finding, Report, Severity, SpecprobeError
+from specprobe.hfconfig import ConfigError, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
 from specprobe.untrusted import UntrustedInputError, parse_json
@@ -244,7 +247,86 @@ def _int_flag(command: ServeCommand, flag: str, result: LintResult) -> int | Non
         return None
 
 
-def _lint_sglang(command: ServeCommand, schema: Any) -> LintResult:
+def _target_architectures(target: Path | str | None) -> list[str] | None:
+    """The architectures of the target's config.json when it is on this machine (a folder, or a hub id
+    already in the local hub cache); None otherwise. Nothing is downloaded."""
+    if target is None:
+        return None
+    raw: Any = None
+    path = Path(target)
+    try:
+        if path.is_dir() and (path / "config.json").is_file():
+            raw = load_config_json(path / "config.json")
+        elif looks_like_hub_id(str(target)):
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(str(target), "config.json")
+            if isinstance(cached, str):
+                raw = load_config_json(Path(cached))
+    except (ConfigError, OSError, ValueError):
+        return None
+    architectures = raw.get("architectures") if isinstance(raw, dict) else None
+    if not isinstance(architectures, list):
+        return None
+    return [a for a in architectures if isinstance(a, str)]
+
+
+def _sglang_draft_path(
+    command: ServeCommand, algorithm: str, version: str, target: Path | str | None, result: LintResult
+) -> None:
+    """EAGLE-family algorithms without a draft path: SGLang fills it with the target's own path for
+    targets that carry their own MTP layers, and loads the target as its own draft (and crashes) for
+    the others."""
+    fills = self_drafting_architectures("sglang", version)
+    if fills is None:
+        result.findings.append(
+            rules.SGLANG_DRAFT_PATH.finding(
+                f"--speculative-algorithm {algorithm} without --speculative-draft-model-path; which targets "
+                f"sglang {version} fills it for is not known to specprobe",
+                severity=Severity.WARNING,
+                hint="Point --speculative-draft-model-path at the drafter checkpoint.",
+            )
+        )
+        return
+    listed = ", ".join(fills.value) or "none"
+    architectures = _target_architectures(target)
+    if architectures is None:
+        result.findings.append(
+            rules.SGLANG_DRAFT_PATH.finding(
+                f"--speculative-algorithm {algorithm} without --speculative-draft-model-path: sglang {version} fills "
+                f"it with the target's own path (its MTP layers) for these architectures: {listed}; any other target "
+                f"is loaded as its own draft and crashes. The target's config.json is not on this machine to tell",
+                severity=Severity.INFO,
+                hint="Point --speculative-draft-model-path at the drafter unless the target carries MTP layers.",
+                evidence=(fills.evidence,),
+            )
+        )
+        return
+    if architectures and architectures[0] in fills.value:
+        result.findings.append(
+            rules.SGLANG_DRAFT_PATH.finding(
+                f"sglang {version} fills --speculative-draft-model-path with the target's own path: "
+                f"{architectures[0]} carries its own MTP layers",
+                severity=Severity.INFO,
+                evidence=(fills.evidence,),
+            )
+        )
+        return
+    result.findings.append(
+        rules.SGLANG_DRAFT_PATH.finding(
+            f"--speculative-algorithm {algorithm} without --speculative-draft-model-path, and the target "
+            f"({', '.join(architectures) or 'no architectures'}) is not one sglang {version} drafts with its own MTP "
+            f"layers ({listed})",
+            hint="Point --speculative-draft-model-path at the drafter checkpoint.",
+            evidence=(fills.evidence,),
+        )
+    )
+
+
+def _lint_sglang(
+    command: ServeCommand, schema: Any, version: str | None = None, target: Path | str | None = None
+) -> LintResult:
+    version = version or schema.version
     result = LintResult()
     known_flags = {_normalise(f) for flag in schema.cli_flags for f in flag.flags}
     for flag, spelled in command.spellings.items():
@@ -272,7 +354,11 @@ def _lint_sglang(command: ServeCommand, schema: Any) -> LintResult:
     topk = _int_flag(command, "--speculative-eagle-topk", result)
     tokens = _int_flag(command, "--speculative-num-draft-tokens", result)
     triple = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+    filled = auto_resolved_flags("sglang", version, algorithm)
     given = [f for f in triple if command.has(f)]
+    if filled:
+        # NGRAM: SGLang derives the missing ones itself (topk from the BFS breadth, 12 draft tokens).
+        given = []
     if given and len(given) != len(triple):
         missing = [f for f in triple if f not in given]
         result.findings.append(
@@ -281,24 +367,20 @@ def _lint_sglang(command: ServeCommand, schema: Any) -> LintResult:
                 hint="Set all three, or none and let SGLang choose them.",
             )
         )
-    if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1:
+    if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1 and not filled:
         result.findings.append(
             rules.SGLANG_TOPK1_TOKENS.finding(
-                f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: "
-                f"--speculative-num-draft-tokens should be {steps + 1}, not {tokens}",
+                f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang sets "
+                f"--speculative-num-draft-tokens to {steps + 1} itself (not {tokens})",
+                severity=rules.topk1_severity(version),
             )
         )
     if topk is not None and topk > 1:
         result.features.add("eagle_topk_gt_1")
     draft = command.get("--speculative-draft-model-path")
     result.draft_path = draft
-    if algorithm.upper() in ("EAGLE", "EAGLE3") and draft is None:
-        result.findings.append(
-            rules.SGLANG_DRAFT_PATH.finding(
-                f"--speculative-algorithm {algorithm} without --speculative-draft-model-path",
-                hint="Point --speculative-draft-model-path at the drafter checkpoint.",
-            )
-        )
+    if algorithm.upper() in ("EAGLE", "EAGLE3", "NEXTN") and draft is None:
+        _sglang_draft_path(command, algorithm, version, target, result)
     if command.has("--enable-lora") or command.has("--lora-paths"):
         result.features.add("lora")
     return result
@@ -351,16 +433,21 @@ def lint_deployment(
         result = LintResult()
         _lint_vllm(command, schema, result)
     else:
-        result = _lint_sglang(command, schema)
+        target_path = deployment.resolve_path(deployment.target or command.model)
+        local_target = target_path if target_path is not None and target_path.exists() else command.model
+        result = _lint_sglang(command, schema, version, local_target)
     pp = command.get("--pipeline-parallel-size")
     if pp is not None and pp.isascii() and pp.isdigit() and len(pp) < 10 and int(pp) > 1:
         result.features.add("pipeline_parallel")
     engine_label = f"{command.engine}=={version or schema.version}"
     findings: list[Finding] = []
     if snapshot_note:
-        findings.append(_engine_evidence_first(rules.SNAPSHOT.finding(snapshot_note), command.engine))
+        note = rules.for_version(rules.SNAPSHOT.finding(snapshot_note), command.engine, version or schema.version)
+        findings.append(_engine_evidence_first(note, command.engine))
     for finding in result.findings:
-        located = _engine_evidence_first(finding, command.engine)
+        located = _engine_evidence_first(
+            rules.for_version(finding, command.engine, version or schema.version), command.engine
+        )
         if deployment.file is not None:
             located.line = _finding_line(deployment, located)
         findings.append(located)

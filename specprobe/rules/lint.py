@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from specprobe.findings import Severity
+from dataclasses import replace
+
+from packaging.version import InvalidVersion, Version
+
+from specprobe.compat.engine_facts import source_url
+from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
-_VLLM_SPECULATIVE = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/speculative.py"
-_SGLANG_SERVER_ARGS = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/server_args.py"
+_VLLM_SPECULATIVE = source_url("vllm", "0.33.0", "vllm/config/speculative.py")
+_SGLANG_SERVER_ARGS = source_url("sglang", "0.5.23", "sglang/srt/server_args.py")
+_SGLANG_SPEC_INFO = source_url("sglang", "0.5.23", "sglang/srt/speculative/spec_info.py")
 
 UNKNOWN_FLAG = rule(
     "LINT-UNKNOWN-FLAG",
@@ -44,7 +50,7 @@ METHOD = rule(
     Severity.ERROR,
     "The speculative method/algorithm is not one this engine version accepts.",
     _VLLM_SPECULATIVE,
-    "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/speculative/spec_info.py",
+    _SGLANG_SPEC_INFO,
 )
 SGLANG_STEPS = rule(
     "LINT-SGLANG-SPEC-STEPS",
@@ -57,15 +63,18 @@ SGLANG_TOPK1_TOKENS = rule(
     "LINT-SGLANG-TOPK1-TOKENS",
     "lint",
     Severity.WARNING,
-    "With --speculative-eagle-topk 1 the draft is a chain: --speculative-num-draft-tokens should be num-steps + 1.",
+    "With --speculative-eagle-topk 1 the draft is a chain: SGLang (>= 0.4.6) sets --speculative-num-draft-tokens to "
+    "num-steps + 1 itself; older releases run with the value given.",
     _SGLANG_SERVER_ARGS,
 )
 SGLANG_DRAFT_PATH = rule(
     "LINT-SGLANG-DRAFT-PATH",
     "lint",
     Severity.ERROR,
-    "EAGLE/EAGLE3 without --speculative-draft-model-path loads the target as its own draft and crashes.",
+    "EAGLE/EAGLE3 without --speculative-draft-model-path loads the target as its own draft and crashes, except for "
+    "targets with their own MTP layers, whose path SGLang fills in itself.",
     "https://github.com/sgl-project/sglang/issues/36528",
+    source_url("sglang", "0.5.23", "sglang/srt/arg_groups/speculative_hook.py"),
 )
 NO_SPECULATION = rule(
     "LINT-NO-SPECULATION",
@@ -82,3 +91,42 @@ SNAPSHOT = rule(
     _VLLM_SPECULATIVE,
     _SGLANG_SERVER_ARGS,
 )
+
+
+def _parsed(version: str) -> Version | None:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return None
+
+
+def vllm_speculative_config_path(version: str) -> str:
+    """Where SpeculativeConfig lives in that vLLM release: vllm/config.py before 0.10.1, the config
+    package's __init__.py in 0.10.x, vllm/config/speculative.py from 0.11.0."""
+    parsed = _parsed(version)
+    if parsed is not None and parsed < Version("0.10.1"):
+        return "vllm/config.py"
+    if parsed is not None and parsed < Version("0.11.0"):
+        return "vllm/config/__init__.py"
+    return "vllm/config/speculative.py"
+
+
+def for_version(finding: Finding, engine: str, version: str) -> Finding:
+    """The finding with the engine source it cites pinned to ``version``, the release being checked."""
+    if _parsed(version) is None:
+        return finding
+    moved = {
+        _VLLM_SPECULATIVE: source_url("vllm", version, vllm_speculative_config_path(version)),
+        _SGLANG_SERVER_ARGS: source_url("sglang", version, "sglang/srt/server_args.py"),
+        _SGLANG_SPEC_INFO: source_url("sglang", version, "sglang/srt/speculative/spec_info.py"),
+    }
+    project = "sgl-project" if engine == "sglang" else "vllm-project"
+    evidence = [moved[url] if url in moved and project in url else url for url in finding.evidence]
+    return replace(finding, evidence=evidence)
+
+
+def topk1_severity(version: str) -> Severity:
+    """SGLang >= 0.4.6 adjusts num-draft-tokens to num-steps + 1 itself under topk 1 (information);
+    older releases run with the value given (a warning)."""
+    parsed = _parsed(version)
+    return Severity.INFO if parsed is not None and parsed >= Version("0.4.6") else Severity.WARNING
