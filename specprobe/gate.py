@@ -26,7 +26,7 @@ from specprobe.hfconfig import looks_like_hub_id
 from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
 
-__all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model"]
+__all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model", "smoke_deployment"]
 
 _UNEXPANDED = re.compile(r"\$\(?\{?[A-Za-z_][A-Za-z0-9_]*")
 
@@ -194,6 +194,7 @@ def gate_deployments(
     command: str = "gate",
     files: Iterable[str] = (),
     extra_findings: Iterable[Finding] = (),
+    smoke: bool = False,
 ) -> Report:
     """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine."""
     report = Report(command=command)
@@ -204,6 +205,8 @@ def gate_deployments(
             if deployment.file is not None:
                 report.add(_version_finding(deployment))
         report.extend(examine(deployment, strict=strict))
+    if smoke:
+        report.extend(smoke_findings(deployments))
     if strict:
         # Under --strict what could not be examined counts: the gate must not pass on what it did not see.
         for finding in report.findings:
@@ -228,7 +231,7 @@ def gate_deployments(
 
 
 def gate_paths(
-    paths: Sequence[str], *, engine: EngineSpec | None = None, strict: bool = False
+    paths: Sequence[str], *, engine: EngineSpec | None = None, strict: bool = False, smoke: bool = False
 ) -> Report:
     """Parse every file into deployments and gate them; an unreadable or unrecognised file raises
     SpecprobeError (exit 2), bad content inside a readable file is a finding."""
@@ -240,4 +243,62 @@ def gate_paths(
         found, file_findings = load_deployments(path)
         deployments.extend(found)
         notes.extend(file_findings)
-    return gate_deployments(deployments, engine=engine, strict=strict, files=paths, extra_findings=notes)
+    return gate_deployments(
+        deployments, engine=engine, strict=strict, files=paths, extra_findings=notes, smoke=smoke
+    )
+
+
+def smoke_deployment(deployment: Deployment) -> list[Finding]:
+    """Measure acceptance for a deployment that names a server ``url`` (its counters are read) or a
+    ``device`` with local target and drafter (the reference implementation runs; needs the smoke
+    extra). The thresholds come from the manifest's ``smoke`` table. What cannot be measured is a
+    not-examined finding, so that --smoke never silently passes."""
+    thresholds = deployment.smoke
+    min_length = thresholds.get("min_mean_acceptance_length")
+    max_prompts = int(thresholds["max_prompts"]) if "max_prompts" in thresholds else None
+    tokens = thresholds.get("num_speculative_tokens") or deployment.speculative.get("num_speculative_tokens") or 3
+    target = resolve_model(deployment, deployment.target, "target")
+    draft = resolve_model(deployment, deployment.draft, "draft")
+    try:
+        if deployment.url:
+            from specprobe.smoke.server import ServerOptions, run_server
+
+            options = ServerOptions(
+                url=deployment.url, min_acceptance_length=min_length, max_prompts=max_prompts, progress=False
+            )
+            measured = run_server(options)
+            key = "url"
+        elif deployment.device and target and target.folder and draft and draft.folder:
+            from specprobe.smoke.runner import SmokeOptions, run_reference
+
+            smoke_options = SmokeOptions(
+                target=str(target.folder),
+                draft=draft.folder,
+                device=deployment.device,
+                num_speculative_tokens=int(tokens),
+                max_prompts=max_prompts,
+                min_acceptance_length=min_length,
+                progress=False,
+            )
+            measured = run_reference(smoke_options)
+            key = "device"
+        else:
+            why = "smoke needs a server url, or a device with a local target and drafter"
+            return [deployment.locate(deploy_rules.NOT_EXAMINED.finding(why, location="smoke"), "command")]
+    except (SpecprobeError, ImportError) as exc:
+        note = deploy_rules.NOT_EXAMINED.finding(f"smoke could not run: {exc}", location="smoke")
+        return [deployment.locate(note, "url", "device", "command")]
+    findings = list(measured.findings)
+    rate, min_rate = measured.extra.get("acceptance_rate"), thresholds.get("min_acceptance_rate")
+    if min_rate is not None and (not isinstance(rate, float | int) or rate < min_rate):
+        from specprobe.rules import smoke as smoke_rules
+
+        findings.append(
+            smoke_rules.ACCEPTANCE_LOW.finding(f"acceptance rate {rate} is below the required {min_rate}")
+        )
+    return [deployment.locate(f, key, "command") for f in findings]
+
+
+def smoke_findings(deployments: Sequence[Deployment]) -> list[Finding]:
+    """``smoke_deployment`` for every deployment that launches an engine."""
+    return [finding for d in deployments if d.command is not None for finding in smoke_deployment(d)]

@@ -56,6 +56,14 @@ def _gate(
     config: ConfigOption = None,
     baseline: BaselineOption = None,
     update_baseline: UpdateBaselineOption = False,
+    smoke: Annotated[
+        bool,
+        typer.Option(
+            "--smoke",
+            help="Also measure acceptance where a deployment names a server url, or a device with local "
+            "target and drafter (thresholds from the manifest's smoke table).",
+        ),
+    ] = False,
 ) -> None:
     """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
     and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
@@ -71,9 +79,9 @@ def _gate(
     if looks_like_serve_command(given) and not Path(given[0]).exists():
         from specprobe.deploy.model import deployment_from_argv
 
-        report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict)
+        report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict, smoke=smoke)
     else:
-        report = gate_paths(given, engine=spec, strict=strict)
+        report = gate_paths(given, engine=spec, strict=strict, smoke=smoke)
     emit(
         report,
         fmt,

@@ -227,7 +227,9 @@ def _deployment(entry: dict[str, Any], index: int, lines: _Lines, file: str, bas
     if "image" in entry:
         deployment.image = str(entry["image"])
         deployment.source.set("image", line_of["image"])
-    deployment.url = str(entry["url"]) if "url" in entry else None
+    if "url" in entry:
+        deployment.url = str(entry["url"])
+        deployment.source.set("url", line_of["url"])
     deployment.smoke = {k: float(v) for k, v in (entry.get("smoke") or {}).items()}
     deployment.findings = [deployment.locate(f) for f in deployment.findings]
     return deployment

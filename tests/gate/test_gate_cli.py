@@ -192,3 +192,26 @@ def test_gate_imports_no_torch_or_engine(tmp_path, demo):
     )
     result = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=False)
     assert "HEAVY=[] CODE=0" in result.stderr, result.stderr
+
+
+def test_smoke_says_what_it_could_not_measure(tmp_path, demo):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    manifest = tmp_path / "m.yaml"
+    text = (
+        "deployments:\n"
+        f"  - name: served\n    engine: vllm==0.33.0\n    target: {demo / 'target'}\n    draft: {demo / 'draft'}\n"
+        f"    method: eagle3\n    url: http://127.0.0.1:{port}\n"
+        f"  - name: nothing\n    engine: sglang==0.5.23\n    target: {demo / 'target'}\n"
+    )
+    manifest.write_text(text, encoding="utf-8")
+    code, report = gate(str(manifest), "--smoke")
+    notes = {f["deployment"]: f for f in by_rule(report, "DEPLOY-NOT-EXAMINED")}
+    assert "smoke could not run" in notes["manifest/served"]["message"]
+    assert notes["manifest/served"]["line"] == line_of(text, "url: http")
+    assert "needs a server url" in notes["manifest/nothing"]["message"]
+    assert code == 0
+    assert runner.invoke(app, ["gate", str(manifest), "--smoke", "--strict"]).exit_code == 1
