@@ -28,7 +28,9 @@ def split_safetensors(path: Path) -> tuple[dict[str, Any], bytes]:
     return json.loads(raw[8 : 8 + length]), raw[8 + length :]
 
 
-def write_safetensors_raw(path: Path, header: dict[str, Any] | bytes, data: bytes, *, total_size: int | None = None) -> None:
+def write_safetensors_raw(
+    path: Path, header: dict[str, Any] | bytes, data: bytes, *, total_size: int | None = None
+) -> None:
     """Write a header and data; ``total_size`` extends the file sparsely (no blocks allocated)."""
     encoded = header if isinstance(header, bytes) else json.dumps(header).encode()
     with path.open("wb") as handle:
