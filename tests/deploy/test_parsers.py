@@ -303,7 +303,7 @@ MANIFEST_YAML = textwrap.dedent(
 
 
 def test_manifest_yaml(tmp_path):
-    deployments, findings = load_deployments(_write(tmp_path, "specprobe.yaml", MANIFEST_YAML))
+    deployments, findings = load_deployments(_write(tmp_path, "manifest.yaml", MANIFEST_YAML))
     built, launched = deployments
     assert built.engine is not None and str(built.engine) == "vllm==0.16.0"
     assert built.version_source is VersionSource.MANIFEST
@@ -345,7 +345,7 @@ MANIFEST_TOML = textwrap.dedent(
 
 
 def test_manifest_toml_and_schema_findings(tmp_path):
-    deployments, findings = load_deployments(_write(tmp_path, "specprobe.toml", MANIFEST_TOML))
+    deployments, findings = load_deployments(_write(tmp_path, "manifest.toml", MANIFEST_TOML))
     (sgl,) = deployments
     assert sgl.engine_name == "sglang" and sgl.method == "eagle3"
     assert sgl.command is not None and sgl.command.get("--speculative-num-draft-tokens") == "5"

@@ -130,7 +130,7 @@ def test_vllm_config_structures(config):
     st.one_of(json_values, st.sampled_from(["vllm==0.33.0", "sglang", "vllm serve m", "eagle3"])),
 ), max_size=3))
 def test_manifest_structures(entries):
-    load_text(yaml.safe_dump({"deployments": entries}), "specprobe.yaml")
+    load_text(yaml.safe_dump({"deployments": entries}), "manifest.yaml")
 
 
 def test_alias_bomb_is_bounded():

@@ -17,8 +17,8 @@ BAD = {
     "k8s-vllm.yaml": {"DEPLOY-ENTRYPOINT-DOUBLED", "VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"},
     "serve-sglang.sh": {"LINT-METHOD"},
     "serve-vllm.sh": {"LINT-SPEC-CONFIG-VALUE"},
-    "specprobe.toml": {"DEPLOY-MANIFEST-SCHEMA", "VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"},
-    "specprobe.yaml": {"LINT-METHOD", "VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"},
+    "manifest.toml": {"DEPLOY-MANIFEST-SCHEMA", "VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"},
+    "manifest.yaml": {"LINT-METHOD", "VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"},
     "vllm-config.yaml": {"LINT-SPEC-CONFIG-KEY", "VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"},
 }
 

@@ -76,7 +76,7 @@ def test_bad_kubernetes_fails_at_the_draft_line(tmp_path, demo):
 def test_relative_paths_resolve_from_the_files_folder(tmp_path, demo):
     folder = demo / "deploy"
     folder.mkdir(exist_ok=True)
-    manifest = folder / "specprobe.yaml"
+    manifest = folder / "manifest.yaml"
     manifest.write_text(
         "deployments:\n"
         "  - name: good\n    engine: vllm==0.33.0\n    target: ../target\n    draft: ../draft\n    method: eagle3\n"
