@@ -1,10 +1,12 @@
-"""Human-readable reporter: findings grouped by severity and a one-line verdict at the end."""
+"""Human-readable reporter: findings grouped by severity (in a section per deployment when the report
+is over deployments) and a one-line verdict at the end."""
 
 from __future__ import annotations
 
 import io
 
-from specprobe.findings import Report, Severity
+from specprobe.findings import Finding, Report, Severity
+from specprobe.reporters._shared import section_names, section_of
 from specprobe.reporters.base import Reporter
 from specprobe.textsafe import terminal
 
@@ -23,23 +25,38 @@ def _subject_line(report: Report) -> str:
 Segment = tuple[str, str | None]
 
 
-def _lines(report: Report) -> list[list[Segment]]:
-    lines: list[list[Segment]] = [[(_subject_line(report), "bold")]]
-    findings = report.sorted_findings()
+def _severity_groups(findings: list[Finding], indent: str) -> list[list[Segment]]:
+    lines: list[list[Segment]] = []
     for severity in Severity:
         group = [f for f in findings if f.severity is severity]
         if not group:
             continue
         lines.append([])
-        lines.append([(f"{_HEADING[severity]} ({len(group)})", _STYLE[severity])])
+        lines.append([(f"{indent}{_HEADING[severity]} ({len(group)})", _STYLE[severity])])
         for finding in group:
             where = f" [{terminal(finding.location)}]" if finding.location else ""
             message = f"{where}: {terminal(finding.message)}"
-            lines.append([("  ", None), (terminal(finding.rule), _STYLE[severity]), (message, None)])
+            lines.append([(f"{indent}  ", None), (terminal(finding.rule), _STYLE[severity]), (message, None)])
             if finding.hint:
-                lines.append([(f"      hint: {terminal(finding.hint)}", "dim")])
+                lines.append([(f"{indent}      hint: {terminal(finding.hint)}", "dim")])
             if finding.evidence:
-                lines.append([(f"      see: {terminal(finding.evidence[0])}", "dim")])
+                lines.append([(f"{indent}      see: {terminal(finding.evidence[0])}", "dim")])
+    return lines
+
+
+def _lines(report: Report) -> list[list[Segment]]:
+    lines: list[list[Segment]] = [[(_subject_line(report), "bold")]]
+    findings = report.sorted_findings()
+    if any(f.deployment is not None for f in findings) or report.extra.get("deployments"):
+        # A report over deployments: one section each (report order), its findings grouped inside.
+        for section in section_names(report):
+            members = [f for f in findings if section_of(f, report) == section]
+            failing = any(f.severity is Severity.ERROR for f in members)
+            lines.append([])
+            lines.append([(f"== {terminal(section)}: ", "bold"), ("FAIL", "bold red") if failing else ("ok", "green")])
+            lines += _severity_groups(members, "  ") if members else [[("  no findings", "dim")]]
+    else:
+        lines += _severity_groups(findings, "")
     summary = report.summary
     counts = f" {summary.errors} error(s), {summary.warnings} warning(s), {summary.infos} info"
     lines.append([])

@@ -15,8 +15,7 @@ from specprobe.reporters import REPORTERS
 from .samples import RULES, deployments_report
 
 GOLDEN = Path(__file__).parents[1] / "golden"
-# text.py's layout belongs to the terminal reporter's own golden tests (tests/test_reporters.py).
-FORMATS = sorted(name for name in REPORTERS if name != "text")
+FORMATS = sorted(REPORTERS)
 
 
 # Formats that mark pass/fail per finding render --strict differently; the others ignore it.
