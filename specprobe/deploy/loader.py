@@ -140,6 +140,13 @@ def load_deployments(path: str) -> tuple[list[Deployment], list[Finding]]:
             found, notes = _load_file(file, str(file))
         except UnrecognisedFileError:
             continue  # in a folder, files of other kinds are simply not deployment files
+        except SpecprobeError as exc:
+            # Named explicitly, a broken file stops the run; found in a folder (a chart's unrendered
+            # templates, say) it is reported and the other files are still gated.
+            note = rules.NOT_EXAMINED.finding(f"not read: {exc}", location=str(file))
+            note.file, note.line = str(file), 1
+            findings.append(note)
+            continue
         deployments.extend(found)
         findings.extend(f for f in notes if f.rule != rules.NO_LAUNCH.id)
     if not deployments:
