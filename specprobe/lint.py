@@ -429,13 +429,18 @@ def lint_deployment(
         raise SpecprobeError(f"deployment {deployment.name} has no serve command to lint")
     version = deployment.engine.version
     schema, snapshot_note = _snapshot(command.engine, version)
-    if command.engine == "vllm":
-        result = LintResult()
-        _lint_vllm(command, schema, result)
-    else:
-        target_path = deployment.resolve_path(deployment.target or command.model)
-        local_target = target_path if target_path is not None and target_path.exists() else command.model
-        result = _lint_sglang(command, schema, version, local_target)
+    try:
+        if command.engine == "vllm":
+            result = LintResult()
+            _lint_vllm(command, schema, result)
+        else:
+            target_path = deployment.resolve_path(deployment.target or command.model)
+            local_target = target_path if target_path is not None and target_path.exists() else command.model
+            result = _lint_sglang(command, schema, version, local_target)
+    except Exception as exc:  # a bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass
+        from specprobe.rules.internal import internal_error
+
+        result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
     pp = command.get("--pipeline-parallel-size")
     if pp is not None and pp.isascii() and pp.isdigit() and len(pp) < 10 and int(pp) > 1:
         result.features.add("pipeline_parallel")
@@ -456,7 +461,14 @@ def lint_deployment(
             engine=engine_label, method=result.method, target=target, draft=draft, features=frozenset(result.features)
         )
         matrix_line = deployment.source.line_of("method", "speculative", "command")
-        for verdict in evaluate(load_matrix(), pairing):
+        try:
+            verdicts = evaluate(load_matrix(), pairing)
+        except Exception as exc:  # same contract for the matrix step
+            from specprobe.rules.internal import internal_error
+
+            findings.append(internal_error("the compatibility matrix", exc))
+            verdicts = []
+        for verdict in verdicts:
             if verdict.match is Match.APPLIES:
                 verdict_line = verdict_finding(verdict, f"{engine_label}: ")
                 if deployment.file is not None:

@@ -16,7 +16,7 @@ from specprobe.cli._common import (
     use_color,
     write_output,
 )
-from specprobe.findings import ExitCode, Report, SpecprobeError, exit_code
+from specprobe.findings import ExitCode, Finding, Report, SpecprobeError, exit_code
 
 MATRIX_FORMATS = ("text", "json", "markdown")
 
@@ -87,7 +87,7 @@ def _matrix(
     from specprobe.compat.evaluate import evaluate
     from specprobe.compat.model import Entry
     from specprobe.compat.subjects import build_pairing, classify_draft, classify_target, parse_features
-    from specprobe.rules.compat import verdict_finding
+    from specprobe.rules.compat import method_unavailable_findings, verdict_finding
 
     chosen = _format(fmt)
     entries = [e for e in _entries(matrix) if isinstance(e, Entry)]
@@ -118,7 +118,14 @@ def _matrix(
         for label in engine_labels
     ]
     pairing = pairings[0]
-    evaluated = [(each, evaluate(entries, each)) for each in pairings]
+    internal: list[Finding] = []
+    try:
+        evaluated = [(each, evaluate(entries, each)) for each in pairings]
+    except Exception as exc:  # a bug in the evaluation is an INTERNAL-ERROR finding (exit 2), never a pass
+        from specprobe.rules.internal import internal_error
+
+        internal.append(internal_error("the compatibility matrix", exc))
+        evaluated = []
     verdicts = [verdict for _, found in evaluated for verdict in found]
     subject: dict[str, str | None] = {
         "engine": engine if len(pairings) > 1 else pairing.engine_label,
@@ -132,9 +139,11 @@ def _matrix(
         "features": ",".join(sorted(features)) if features else None,
     }
     report = Report(command="matrix", subject=subject, extra={"entries": render.verdicts_json(verdicts)})
+    report.extend(internal)
     for each, found in evaluated:
         prefix = f"{each.engine_label}: " if len(pairings) > 1 else ""
         report.extend(verdict_finding(v, prefix) for v in found)
+        report.extend(method_unavailable_findings([each], found))
     if chosen == "markdown":
         label = ", ".join(f"{k}={v}" for k, v in subject.items() if v)
         write_output(render.render_verdicts_markdown(verdicts, label), output)

@@ -27,6 +27,17 @@ def source_url(engine: str, version: str, path: str) -> str:
     return tree.format(version=version) + path
 
 
+def vllm_speculative_config_path(version: str) -> str:
+    """Where SpeculativeConfig lives in that vLLM release: vllm/config.py before 0.10.1, the config
+    package's __init__.py in 0.10.x, vllm/config/speculative.py from 0.11.0 (read from the wheels)."""
+    parsed = _parse(version)
+    if parsed is not None and parsed < Version("0.10.1"):
+        return "vllm/config.py"
+    if parsed is not None and parsed < Version("0.11.0"):
+        return "vllm/config/__init__.py"
+    return "vllm/config/speculative.py"
+
+
 @dataclass(frozen=True)
 class RangedFact:
     """One engine behaviour over a PEP 440 range of releases, with the source that shows it."""

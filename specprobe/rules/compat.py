@@ -22,6 +22,9 @@ from specprobe.hfconfig import ModelConfig, attention_traits
 from specprobe.rules import Rule, rule
 
 _VLLM_SPECULATIVE_SOURCE = "https://github.com/vllm-project/vllm/blob/v0.16.0/vllm/config/speculative.py"
+_SGLANG_SPEC_INFO_SOURCE = (
+    "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/speculative/spec_info.py"
+)
 
 KNOWN_ISSUE = rule(
     "COMPAT-KNOWN-ISSUE",
@@ -42,8 +45,11 @@ METHOD_UNAVAILABLE = rule(
     "COMPAT-METHOD-UNAVAILABLE",
     "compat",
     Severity.ERROR,
-    "The speculative method does not exist (any more, or yet) in this engine version.",
+    "The speculative method does not exist (any more, or yet) in this engine version: every method is checked "
+    "against the version's schema snapshot.",
     "https://github.com/vllm-project/vllm/issues/47825",
+    _VLLM_SPECULATIVE_SOURCE,
+    _SGLANG_SPEC_INFO_SOURCE,
 )
 FEATURE_UNSUPPORTED = rule(
     "COMPAT-FEATURE",
@@ -178,3 +184,29 @@ def run(
         for verdict in evaluate(matrix, pairing, snapshots):
             if verdict.match is Match.APPLIES:
                 yield verdict_finding(verdict, prefix)
+
+
+def method_unavailable_findings(
+    pairings: Iterable[Pairing], verdicts: Sequence[Verdict], snapshots: SnapshotSource | None = None
+) -> list[Finding]:
+    """A finding per pairing whose method its engine version's snapshot does not offer, unless a curated
+    method-availability entry already says so."""
+    from specprobe.compat.methods import unavailable_method
+    from specprobe.compat.snapshots import StoreSnapshots
+
+    source = snapshots if snapshots is not None else StoreSnapshots()
+    curated = any(v.entry.kind is EntryKind.METHOD_AVAILABILITY and v.match is Match.APPLIES for v in verdicts)
+    findings: list[Finding] = []
+    for pairing in pairings:
+        found = None if curated else unavailable_method(pairing, source)
+        if found is None:
+            continue
+        finding = METHOD_UNAVAILABLE.finding(
+            found.message,
+            location="--method",
+            hint="run `specprobe schema ENGINE==VERSION` for the methods that version offers",
+        )
+        # The version's own source first: the reporter shows the first link.
+        finding.evidence = list(dict.fromkeys([*found.evidence, *finding.evidence]))
+        findings.append(finding)
+    return findings

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
-from specprobe.compat.engine_facts import source_url
+from specprobe.compat.engine_facts import source_url, vllm_speculative_config_path
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
@@ -98,17 +98,6 @@ def _parsed(version: str) -> Version | None:
         return Version(version)
     except InvalidVersion:
         return None
-
-
-def vllm_speculative_config_path(version: str) -> str:
-    """Where SpeculativeConfig lives in that vLLM release: vllm/config.py before 0.10.1, the config
-    package's __init__.py in 0.10.x, vllm/config/speculative.py from 0.11.0."""
-    parsed = _parsed(version)
-    if parsed is not None and parsed < Version("0.10.1"):
-        return "vllm/config.py"
-    if parsed is not None and parsed < Version("0.11.0"):
-        return "vllm/config/__init__.py"
-    return "vllm/config/speculative.py"
 
 
 def for_version(finding: Finding, engine: str, version: str) -> Finding:

@@ -206,3 +206,52 @@ def test_record_server_run_without_a_draft_needs_draft(tmp_path: Path):
     assert given.exit_code == 0, given.output
     entry = yaml.safe_load(given.stdout)["entries"][0]
     assert entry["versions"] == "==0.16.0" and entry["status"] == "degraded"
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--engine", "vllm==0.16.0", "--method", "dflash"], 1),  # dflash arrived after 0.16.0
+        (["--engine", "vllm==0.33.0", "--method", "dflash"], 0),
+        (["--engine", "vllm==0.16.0", "--method", "medusa"], 0),
+        (["--engine", "vllm==0.33.0", "--method", "bogus"], 1),
+        (["--engine", "sglang==0.5.23", "--method", "EAGLE3"], 0),
+        (["--engine", "sglang==0.5.23", "--method", "medusa"], 1),
+        (["--engine", "vllm", "--method", "bogus"], 1),
+        (["--method", "bogus"], 1),
+        (["--method", "eagle3"], 0),
+    ],
+)
+def test_every_method_is_checked_against_the_snapshots(args: list[str], code: int) -> None:
+    result = runner.invoke(app, ["matrix", *args, "--format", "json"])
+
+    assert result.exit_code == code, result.output
+    report = json.loads(result.stdout)
+    unavailable = [f for f in report["findings"] if f["rule"] == "COMPAT-METHOD-UNAVAILABLE"]
+    assert bool(unavailable) is (code == 1)
+    for finding in unavailable:
+        assert finding["evidence"][0].startswith("https://github.com/")
+        assert "/blob/v" in finding["evidence"][0]
+
+
+def test_a_method_with_a_curated_entry_gets_one_finding_not_two() -> None:
+    result = runner.invoke(app, ["matrix", "--engine", "vllm==0.33.0", "--method", "medusa", "--format", "json"])
+
+    rules = [f["rule"] for f in json.loads(result.stdout)["findings"] if f["severity"] == "error"]
+    assert rules == ["COMPAT-METHOD-UNAVAILABLE"]
+
+
+def test_a_matrix_evaluation_that_raises_is_an_internal_error_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    # The package re-exports the function under the module's name: take the module itself.
+    evaluate_module = importlib.import_module("specprobe.compat.evaluate")
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("matrix bug")
+
+    monkeypatch.setattr(evaluate_module, "evaluate", broken)
+    result = runner.invoke(app, ["matrix", "--engine", "vllm==0.33.0", "--method", "eagle3", "--format", "json"])
+
+    assert result.exit_code == 2, result.output
+    assert [f["rule"] for f in json.loads(result.stdout)["findings"]] == ["INTERNAL-ERROR"]

@@ -191,3 +191,20 @@ def test_the_ngram_window_flag_is_gone_in_0_5_23() -> None:
     report = lint_command(argv, engine="sglang==0.5.23")
 
     assert [f.rule for f in report.findings if f.severity is not Severity.INFO] == ["LINT-UNKNOWN-FLAG"]
+
+
+def test_a_lint_rule_that_raises_is_an_internal_error_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import specprobe.lint as lint_module
+    from specprobe.cli import app
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("rule bug")
+
+    monkeypatch.setattr(lint_module, "_lint_vllm", broken)
+    argv = ["lint", "--engine", "vllm==0.33.0", "--format", "json", "--", "vllm", "serve", "m"]
+    result = CliRunner().invoke(app, argv)
+
+    assert result.exit_code == 2, result.output
+    assert '"INTERNAL-ERROR"' in result.stdout
