@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.engines import image_engine
-from specprobe.deploy.launch import Search, find_launches, through_entrypoint, to_deployments
+from specprobe.deploy.launch import Search, assume_launcher, find_launches, through_entrypoint, to_deployments
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
 from specprobe.findings import Finding
@@ -163,6 +163,8 @@ def parse_compose(documents: list[Any], file: str, base_dir: Path) -> tuple[list
             search.findings.extend(doubled)
         if words:
             found = find_launches(words, lines, image=image, variables=scope, text_origin=origins)
+            if not found.launches and entrypoint is None:
+                found = assume_launcher(image, words, lines, service.line_of("command"))
             search.launches.extend(found.launches)
             search.findings.extend(found.findings)
         made, leftover = to_deployments(

@@ -20,6 +20,8 @@ _RELEASE_TAG = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:(?:\.post|rc|a|b)\d+)?)(?:[
 # vLLM's own images run `vllm serve` as their entrypoint; the CPU, ROCm and TPU variants alike.
 _VLLM_IMAGE = re.compile(r"(^|/)vllm/vllm-openai(-[a-z0-9]+)?$")
 VLLM_ENTRYPOINT = ("vllm", "serve")
+# SGLang's images set no ENTRYPOINT: arguments alone are run as the command.
+_NO_ENTRYPOINT_IMAGE = re.compile(r"(^|/)lmsysorg/sglang$")
 _LIVE_TIMEOUT_S = 20.0
 
 
@@ -69,6 +71,11 @@ def image_entrypoint(image: str | None) -> tuple[str, ...] | None:
     if _VLLM_IMAGE.search(repository):
         return VLLM_ENTRYPOINT
     return None
+
+
+def image_without_entrypoint(image: str | None) -> bool:
+    """Whether ``image`` is known to have no entrypoint (lmsysorg/sglang)."""
+    return image is not None and bool(_NO_ENTRYPOINT_IMAGE.search(split_image(image)[0].lower()))
 
 
 @lru_cache(maxsize=4)

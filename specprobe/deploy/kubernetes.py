@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.engines import image_engine
-from specprobe.deploy.launch import Search, find_launches, through_entrypoint, to_deployments
+from specprobe.deploy.launch import Search, assume_launcher, find_launches, through_entrypoint, to_deployments
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
 from specprobe.findings import Finding
@@ -137,6 +137,8 @@ def _container(
         search.findings.extend(doubled)
     if words:
         found = find_launches(words, lines, image=image, variables=env, text_origin=origins)
+        if not found.launches and command is None:
+            found = assume_launcher(image, words, lines, container.line_of("args"))
         search.launches.extend(found.launches)
         search.findings.extend(found.findings)
     deployments, leftover = to_deployments(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from specprobe.deploy.argv import detect_engine
-from specprobe.deploy.engines import image_engine, image_entrypoint
+from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, split_commands
 from specprobe.findings import Finding
@@ -154,6 +154,57 @@ def through_entrypoint(
         doubled.line = args_lines[0] if args_lines else at_line
         return args, args_lines, [doubled]
     return [*entrypoint, *args], [at_line] * len(entrypoint) + list(args_lines), []
+
+
+_VLLM_ONLY_FLAGS = ("--speculative-config", "--speculative_config", "--served-model-name", "--gpu-memory-utilization")
+_SGLANG_ONLY_FLAGS = (
+    "--model-path",
+    "--speculative-algorithm",
+    "--speculative-draft-model-path",
+    "--mem-fraction-static",
+)
+
+
+def assumed_launcher(image: str | None, args: list[str]) -> tuple[str, ...] | None:
+    """For arguments alone under an image of unknown entrypoint: the launcher they are written for."""
+    if not args or detect_engine(args) is not None:
+        return None
+    flags = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+    if not flags:
+        return None
+    engine = image_engine(image) if image else None
+    if any(flag in flags for flag in _SGLANG_ONLY_FLAGS) or (engine == "sglang" and args[0].startswith("-")):
+        return ("python3", "-m", "sglang.launch_server")
+    if any(flag.startswith(_VLLM_ONLY_FLAGS) for flag in flags) or engine == "vllm":
+        return ("vllm", "serve")
+    return None
+
+
+def assume_launcher(
+    image: str | None, args: list[str], args_lines: list[int | None], at_line: int | None
+) -> Search:
+    """``find_launches`` on the assumed launcher + ``args``, with a finding that says it was assumed."""
+    launcher = assumed_launcher(image, args)
+    if launcher is None:
+        return Search()
+    found = find_launches([*launcher, *args], [at_line] * len(launcher) + list(args_lines), image=image)
+    if found.launches and image_without_entrypoint(image) and args[0].startswith("-"):
+        note = rules.NO_ENTRYPOINT.finding(
+            f"{image} has no entrypoint: the container runs `{args[0]}` as a program and fails to start",
+            location=image,
+            hint=f"Set the command: [{', '.join(repr(word) for word in launcher)}] before these arguments.",
+        )
+        note.line = at_line
+        found.findings.insert(0, note)
+    elif found.launches:
+        note = rules.ENTRYPOINT_ASSUMED.finding(
+            f"the entrypoint of {image or 'the image'} is not known to specprobe; "
+            f"the arguments were read as `{' '.join(launcher)} ...`",
+            location=image,
+        )
+        note.line = at_line
+        found.findings.insert(0, note)
+    return found
 
 
 def find_launches(

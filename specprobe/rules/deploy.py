@@ -14,6 +14,10 @@ _COMPOSE_SERVICES = "https://docs.docker.com/reference/compose-file/services/"
 VLLM_IMAGE_ENTRYPOINT = (
     "https://github.com/vllm-project/vllm/blob/dead20baf70df70580ecb093f82b0b7b8676e4f5/docker/Dockerfile"
 )
+# SGLang's image sets no ENTRYPOINT (docker/Dockerfile): container arguments alone are run as the command.
+SGLANG_IMAGE_DOCKERFILE = (
+    "https://github.com/sgl-project/sglang/blob/004740a9cb3dbf6153455fb38b447021e3e07236/docker/Dockerfile"
+)
 VLLM_CONFIG_FILE = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/argparse_utils.py"
 
 NOT_EXAMINED = rule(
@@ -64,4 +68,22 @@ MANIFEST_SCHEMA = rule(
     Severity.ERROR,
     "A specprobe manifest does not follow its JSON Schema (specprobe/data/manifest/manifest.schema.json).",
     "https://json-schema.org/draft/2020-12/json-schema-core",
+)
+ENTRYPOINT_ASSUMED = rule(
+    "DEPLOY-ENTRYPOINT-ASSUMED",
+    "deploy",
+    Severity.INFO,
+    "Only arguments are given and the image's entrypoint is not known: the engine launcher was assumed "
+    "from the arguments (vLLM's `vllm serve`, SGLang's `python3 -m sglang.launch_server`).",
+    VLLM_IMAGE_ENTRYPOINT,
+    "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/",
+)
+NO_ENTRYPOINT = rule(
+    "DEPLOY-NO-ENTRYPOINT",
+    "deploy",
+    Severity.ERROR,
+    "Only flags are given to an image without an entrypoint (lmsysorg/sglang): the container tries to run "
+    "the first flag as a program and never starts the server.",
+    SGLANG_IMAGE_DOCKERFILE,
+    "https://kubernetes.io/docs/tasks/inject-data-application/define-command-argument-container/",
 )

@@ -401,3 +401,31 @@ def test_shell_split_lines_and_operators():
     commands = split_commands(text, first_line=10)
     assert [c.words for c in commands] == [["foo"], ["vllm", "serve", "m", "--x", "1"], ["bar"], ["baz"]]
     assert commands[1].lines == [11, 11, 11, 12, 12]
+
+
+def test_arguments_alone_under_other_images(tmp_path):
+    text = textwrap.dedent(
+        """\
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p}
+        spec:
+          containers:
+            - name: custom
+              image: registry.example.com/team/llm-server:2024.1
+              args: ["m", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3}']
+            - name: sglang
+              image: lmsysorg/sglang:v0.5.23-cu129
+              args:
+                - --model-path
+                - m
+                - --speculative-algorithm
+                - NGRAM
+        """
+    )
+    (custom, sglang), _ = load_deployments(_write(tmp_path, "pod.yaml", text))
+    assert custom.argv[:3] == ["vllm", "serve", "m"] and custom.method == "ngram"
+    assert [f.rule for f in custom.findings] == ["DEPLOY-ENTRYPOINT-ASSUMED"]
+    assert sglang.engine_name == "sglang" and sglang.method == "ngram"
+    (no_entrypoint,) = [f for f in sglang.findings if f.rule == "DEPLOY-NO-ENTRYPOINT"]
+    assert no_entrypoint.severity == "error" and no_entrypoint.line == line_of(text, "- --model-path")
