@@ -78,3 +78,42 @@ def test_corpus_expectations_name_real_rules() -> None:
 
 # That every check rule fires on some input (the corpus, or inputs the corpus cannot express, such as
 # a --deep scan cut short by its bound) is tests/test_rule_coverage.py's, for every family.
+
+
+def _strict_runs() -> list[tuple[str, str | None]]:
+    """(case, engine) for every valid case and each engine it is published for: ``strict_for`` in its
+    expected.json (None = no --engine), or the engine its case.json pins, or no engine, vLLM and SGLang."""
+    from .casebuild import load_case
+
+    runs: list[tuple[str, str | None]] = []
+    for case in case_names():
+        if not case.startswith("valid"):
+            continue
+        spec, expected = load_case(case)
+        pinned = spec.get("check", {}).get("engine")
+        engines = [pinned] if pinned else expected.get("strict_for", [None, "vllm", "sglang"])
+        runs.extend((case, engine) for engine in engines)
+    return runs
+
+
+@pytest.mark.parametrize(("case", "engine"), _strict_runs())
+def test_valid_drafter_passes_strict_for_its_engine(case: str, engine: str | None, tmp_path: Path) -> None:
+    from specprobe.findings import ExitCode, exit_code
+
+    draft_dir, kwargs, _ = build_case(case, tmp_path)
+    kwargs["engine"] = engine
+
+    report = run_check(draft_dir, **kwargs)
+
+    loud = [f"{f.rule} ({f.severity}): {f.message}" for f in report.findings if f.severity != "info"]
+    assert loud == []
+    assert exit_code(report, strict=True) is ExitCode.OK
+
+
+def test_valid_cases_left_out_of_an_engine_say_why() -> None:
+    from .casebuild import load_case
+
+    for case in case_names():
+        expected = load_case(case)[1]
+        if case.startswith("valid") and len(expected.get("strict_for", [None, "vllm", "sglang"])) < 3:
+            assert expected.get("strict_note"), case
