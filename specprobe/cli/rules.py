@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -46,9 +47,9 @@ def explain(rule: Rule) -> str:
         rule.description,
     ]
     if rule.why:
-        lines += ["", "Why:", f"  {rule.why}"]
+        lines += ["", "Why:", textwrap.fill(rule.why, 100, initial_indent="  ", subsequent_indent="  ")]
     if rule.fix:
-        lines += ["", "How to fix:", f"  {rule.fix}"]
+        lines += ["", "How to fix:", textwrap.fill(rule.fix, 100, initial_indent="  ", subsequent_indent="  ")]
     lines += ["", "Evidence:", *(f"  {url}" for url in rule.evidence)]
     lines += ["", f"Docs: {rule_doc_url(rule.id)}"]
     return "\n".join(lines) + "\n"
