@@ -26,7 +26,7 @@ from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
-from specprobe.untrusted import UntrustedInputError, parse_json
+from specprobe.untrusted import UntrustedInputError, exists, parse_json
 
 # The command parser lives with the deployment model; these names stay importable from here.
 __all__ = ["LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
@@ -435,7 +435,7 @@ def lint_deployment(
             _lint_vllm(command, schema, result)
         else:
             target_path = deployment.resolve_path(deployment.target or command.model)
-            local_target = target_path if target_path is not None and target_path.exists() else command.model
+            local_target = target_path if target_path is not None and exists(target_path) else command.model
             result = _lint_sglang(command, schema, version, local_target)
     except Exception as exc:  # a bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass
         from specprobe.rules.internal import internal_error
