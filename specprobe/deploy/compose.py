@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.engines import image_engine
-from specprobe.deploy.launch import Search, assume_launcher, find_launches, through_entrypoint, to_deployments
+from specprobe.deploy.launch import (
+    Search,
+    assume_launcher,
+    find_launches,
+    shown_command,
+    through_entrypoint,
+    to_deployments,
+)
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
 from specprobe.findings import Finding
@@ -94,7 +101,7 @@ def _words(
         try:
             split = shlex.split(interpolate(value, variables))
         except ValueError as exc:
-            bad = rules.VALUE.finding(f"{name}: {key} cannot be split into words: {exc}", location=key)
+            bad = rules.VALUE.finding(f"{key} cannot be split into words: {exc}", location=key)
             bad.line = line
             problems.append(bad)
             return None
@@ -106,7 +113,7 @@ def _words(
         origins: dict[int, tuple[int, bool]] = {}
         for index, item in enumerate(value):
             if isinstance(item, dict | list):
-                bad = rules.VALUE.finding(f"{name}: {key}[{index}] is not a string", location=f"{key}[{index}]")
+                bad = rules.VALUE.finding(f"{key}[{index}] is not a string", location=f"{key}[{index}]")
                 bad.line = value.line_of(index)
                 problems.append(bad)
                 continue
@@ -114,7 +121,7 @@ def _words(
             lines.append(value.line_of(index))
             origins[len(words) - 1] = block_first_line(value, index)
         return words, lines, origins
-    bad = rules.VALUE.finding(f"{name}: {key} must be a string or a list, got {type(value).__name__}", location=key)
+    bad = rules.VALUE.finding(f"{key} must be a string or a list, got {type(value).__name__}", location=key)
     bad.line = line
     problems.append(bad)
     return None
@@ -178,9 +185,9 @@ def parse_compose(documents: list[Any], file: str, base_dir: Path) -> tuple[list
             device=_device(service),
         )
         if not made and image is not None and image_engine(image) is not None:
-            how = "its image's default command" if not words else f"`{' '.join(words[:4])} ...`"
+            how = "its image's default command" if not words else f"`{shown_command(words)}`"
             note = rules.NO_LAUNCH.finding(
-                f"{name}: engine image {image} runs {how}, which is no serve command specprobe recognises",
+                f"engine image {image} runs {how}, which is no serve command specprobe recognises",
                 location=image,
             )
             note.line = service.line

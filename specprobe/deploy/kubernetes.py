@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.engines import image_engine
-from specprobe.deploy.launch import Search, assume_launcher, find_launches, through_entrypoint, to_deployments
+from specprobe.deploy.launch import (
+    Search,
+    assume_launcher,
+    find_launches,
+    shown_command,
+    through_entrypoint,
+    to_deployments,
+)
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
 from specprobe.findings import Finding
@@ -73,7 +80,7 @@ def _strings(
         return None
     value = container[key]
     if not isinstance(value, LineList):
-        bad = rules.VALUE.finding(f"{name}: {key} must be a list of strings, got {type(value).__name__}", location=key)
+        bad = rules.VALUE.finding(f"{key} must be a list of strings, got {type(value).__name__}", location=key)
         bad.line = container.line_of(key)
         problems.append(bad)
         return None
@@ -82,7 +89,7 @@ def _strings(
     origins: dict[int, tuple[int, bool]] = {}
     for index, item in enumerate(value):
         if isinstance(item, dict | list):
-            bad = rules.VALUE.finding(f"{name}: {key}[{index}] is not a string", location=f"{key}[{index}]")
+            bad = rules.VALUE.finding(f"{key}[{index}] is not a string", location=f"{key}[{index}]")
             bad.line = value.line_of(index)
             problems.append(bad)
             continue
@@ -152,9 +159,9 @@ def _container(
         device=_device(container),
     )
     if not deployments and image is not None and image_engine(image) is not None:
-        how = "its image's default command" if not words else f"`{' '.join(words[:4])} ...`"
+        how = "its image's default command" if not words else f"`{shown_command(words)}`"
         note = rules.NO_LAUNCH.finding(
-            f"{name}: engine image {image} runs {how}, which is no serve command specprobe recognises",
+            f"engine image {image} runs {how}, which is no serve command specprobe recognises",
             location=image,
         )
         note.line = container.line

@@ -62,6 +62,12 @@ class Search:
     findings: list[Finding] = field(default_factory=list)
 
 
+def shown_command(words: list[str], limit: int = 4) -> str:
+    """The first words of a command for a message, each cut short."""
+    shown = " ".join(word if len(word) <= 40 else word[:37] + "..." for word in words[:limit])
+    return shown + (" ..." if len(words) > limit else "")
+
+
 def _unwrap(argv: list[str], lines: list[int | None]) -> tuple[list[str], list[int | None]]:
     """Drop wrappers (nohup, timeout 3600, uv run, conda run -n env) in front of the real command."""
     i = 0
@@ -147,7 +153,7 @@ def through_entrypoint(
     if detect_engine(args) is not None:
         doubled = rules.ENTRYPOINT_DOUBLED.finding(
             f"image {image} already runs `{' '.join(entrypoint)}`; these arguments make it run "
-            f"`{' '.join(entrypoint)} {' '.join(args[:3])} ...`",
+            f"`{' '.join(entrypoint)} {shown_command(args, 3)}`",
             location=image,
             hint="Drop `vllm serve` from args (keep the model and flags), or set `command` explicitly.",
         )

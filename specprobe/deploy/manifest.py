@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from specprobe.deploy.launch import find_launches
+from specprobe.deploy.launch import find_launches, shown_command
 from specprobe.deploy.model import Deployment, VersionSource, deployment_from_argv
 from specprobe.deploy.shell import ShellSyntaxError, split_commands
 from specprobe.deploy.yamlsource import LineDict, LineList
@@ -173,14 +173,14 @@ def _launch_search(entry: dict[str, Any], line: int) -> tuple[list[str], list[in
         except ValueError:
             words = []
         return rules.NO_LAUNCH.finding(
-            f"launch `{' '.join(words[:4])} ...` is no vLLM or SGLang serve command", location="launch"
+            f"launch `{shown_command(words)}` is no vLLM or SGLang serve command", location="launch"
         )
     argv = [str(w) for w in launch]
     found = find_launches(argv, [line] * len(argv))
     if found.launches:
         return found.launches[0].argv, found.launches[0].lines
     return rules.NO_LAUNCH.finding(
-        f"launch `{' '.join(argv[:4])} ...` is no vLLM or SGLang serve command", location="launch"
+        f"launch `{shown_command(argv)}` is no vLLM or SGLang serve command", location="launch"
     )
 
 
