@@ -134,6 +134,26 @@ def _deploy_inputs(demo: Path, tmp_path: Path) -> set[str]:
                   image: vllm/vllm-openai:v0.33.0
                   args: "m --tensor-parallel-size 2"
             """,
+        "no-entrypoint.yaml": """\
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: llm}
+            spec:
+              containers:
+                - name: sglang
+                  image: lmsysorg/sglang:v0.5.23
+                  args: ["--model-path", "m", "--speculative-algorithm", "EAGLE3"]
+            """,
+        "assumed.yaml": """\
+            apiVersion: v1
+            kind: Pod
+            metadata: {name: llm}
+            spec:
+              containers:
+                - name: server
+                  image: registry.example.com/inference:1
+                  args: ["m", "--speculative-config", '{"method": "eagle3", "model": "d"}']
+            """,
         "nothing.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b}\n",
         "specprobe.yaml": "specprobe: 1\ndeployments: [{name: 3}]\n",
     }
