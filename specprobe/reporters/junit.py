@@ -26,7 +26,7 @@ def _details(finding: Finding) -> str:
         lines.append(f"hint: {terminal(finding.hint)}")
     if finding.file:
         lines.append(f"file: {terminal(finding.file)}" + (f":{finding.line}" if finding.line else ""))
-    lines += [f"see: {terminal(url)}" for url in finding.evidence]
+    lines += [f"see: {terminal(url)}" for url in dict.fromkeys(finding.evidence)]
     return "\n".join(lines)
 
 

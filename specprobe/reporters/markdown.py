@@ -38,7 +38,9 @@ def _row(finding: Finding) -> str:
     if finding.hint:
         message += "<br>hint: " + cell(finding.hint)
     if finding.evidence:
-        message += " " + " ".join(f"[\\[{i + 1}\\]]({_url(url)})" for i, url in enumerate(finding.evidence))
+        # A rule's evidence and the finding's own may name the same page: link it once.
+        urls = dict.fromkeys(finding.evidence)
+        message += " " + " ".join(f"[\\[{i + 1}\\]]({_url(url)})" for i, url in enumerate(urls))
     rule = f"[`{finding.rule}`]({rule_doc_url(finding.rule)})"
     return f"| {_MARK[finding.severity]} | {rule} | {cell(_where(finding))} | {message} |"
 

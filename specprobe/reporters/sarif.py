@@ -125,7 +125,7 @@ class SarifReporter(Reporter):
         if finding.location:
             properties["location"] = terminal(finding.location)
         if finding.evidence:
-            properties["evidence"] = list(finding.evidence)
+            properties["evidence"] = list(dict.fromkeys(finding.evidence))
         if properties:
             result["properties"] = properties
         return result
