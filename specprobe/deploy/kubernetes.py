@@ -22,8 +22,8 @@ from specprobe.deploy.launch import (
     to_deployments,
 )
 from specprobe.deploy.model import Deployment
-from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
-from specprobe.findings import Finding
+from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line, load_documents, relocate
+from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import deploy as rules
 
 # $(VAR) references; $$ escapes a dollar (https://kubernetes.io/docs/tasks/inject-data-application/
@@ -120,7 +120,7 @@ def _device(container: LineDict) -> str | None:
 
 
 def _container(
-    container: LineDict, name: str, file: str, base_dir: Path
+    container: LineDict, name: str, file: str, base_dir: Path, configs: dict[str, LineDict]
 ) -> tuple[list[Deployment], list[Finding]]:
     problems: list[Finding] = []
     image = container.get("image") if isinstance(container.get("image"), str) else None
@@ -157,6 +157,7 @@ def _container(
         image=image,
         image_line=container.line_of("image") if "image" in container else None,
         device=_device(container),
+        configs=configs,
     )
     if not deployments and image is not None and image_engine(image) is not None:
         how = "its image's default command" if not words else f"`{shown_command(words)}`"
@@ -186,11 +187,35 @@ def _documents(documents: list[Any]) -> list[LineDict]:
     return objects
 
 
+def _config_maps(objects: list[LineDict], file: str) -> dict[str, LineDict]:
+    """YAML mappings held in ConfigMap data (a vLLM ``--config`` file mounted from it), by key, with
+    file lines."""
+    configs: dict[str, LineDict] = {}
+    for obj in objects:
+        data = obj.get("data")
+        if obj.get("kind") != "ConfigMap" or not isinstance(data, LineDict):
+            continue
+        for key, value in data.items():
+            if not isinstance(key, str) or not key.endswith((".yaml", ".yml")) or not isinstance(value, str):
+                continue
+            try:
+                parsed = load_documents(value, f"{file}: ConfigMap key {key}")
+            except SpecprobeError:
+                continue  # not YAML: the launch is linted as written
+            if parsed and isinstance(parsed[0], LineDict):
+                first_line, follows = block_first_line(data, key)
+                relocate(parsed[0], first_line, follows)
+                configs[key] = parsed[0]
+    return configs
+
+
 def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
     """Deployments of every container that runs an engine, and findings about the others."""
     deployments: list[Deployment] = []
     findings: list[Finding] = []
-    for obj in _documents(documents):
+    objects = _documents(documents)
+    configs = _config_maps(objects, file)
+    for obj in objects:
         kind = str(obj.get("kind") or "Object")
         metadata = obj.get("metadata")
         object_name = str(metadata.get("name") or "unnamed") if isinstance(metadata, dict) else "unnamed"
@@ -205,7 +230,7 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
                     container_name = str(container.get("name") or f"{list_key}[{index}]")
                     section = "initContainer" if list_key == "initContainers" else "container"
                     name = f"k8s/{kind}/{object_name}/{section}/{container_name}"
-                    found, notes = _container(container, name, file, base_dir)
+                    found, notes = _container(container, name, file, base_dir, configs)
                     deployments.extend(found)
                     findings.extend(notes)
     return deployments, findings

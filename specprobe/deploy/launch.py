@@ -15,7 +15,8 @@ from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, split_commands
-from specprobe.findings import Finding
+from specprobe.deploy.yamlsource import LineDict
+from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import deploy as rules
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
@@ -294,6 +295,35 @@ def _unexpanded_notes(deployment: Deployment) -> list[Finding]:
     return notes
 
 
+def _with_config_file(
+    launch: Launch, base_dir: Path, configs: dict[str, LineDict]
+) -> tuple[list[str], list[int | None], LineDict | None]:
+    """The launch with its vLLM ``--config`` file spliced in, and that config when its lines are this
+    file's (a ConfigMap of the same manifest)."""
+    from specprobe.deploy.vllm_config import config_path, splice_config
+
+    path = config_path(launch.argv)
+    detected = detect_engine(launch.argv)
+    if not path or detected is None or detected[0] != "vllm":
+        return launch.argv, launch.lines, None
+    name = PurePosixPath(path).name
+    if name in configs:
+        return (*splice_config(launch.argv, launch.lines, configs[name]), configs[name])
+    local = Path(path) if Path(path).is_absolute() else base_dir / path
+    try:
+        if local.is_file() and local.stat().st_size < 1024 * 1024:
+            from specprobe.deploy.yamlsource import load_documents
+
+            documents = load_documents(local.read_text(encoding="utf-8"), path)
+            if documents and isinstance(documents[0], LineDict):
+                index = launch.argv.index(next(w for w in launch.argv if w.startswith("--config")))
+                spliced = splice_config(launch.argv, launch.lines, documents[0], config_line=launch.lines[index])
+                return (*spliced, None)
+    except (OSError, UnicodeDecodeError, SpecprobeError):
+        pass  # an unreadable config file leaves the launch as written; lint reports what it can
+    return launch.argv, launch.lines, None
+
+
 def to_deployments(
     search: Search,
     *,
@@ -304,19 +334,27 @@ def to_deployments(
     image: str | None = None,
     image_line: int | None = None,
     device: str | None = None,
+    configs: dict[str, LineDict] | None = None,
 ) -> tuple[list[Deployment], list[Finding]]:
     """Deployments for the launches found (named ``name``, ``name#2``...) and, when none was found,
-    the search's findings for the caller to report against the file."""
+    the search's findings for the caller to report against the file. A vLLM ``--config FILE`` is read
+    from ``configs`` (file name -> parsed config, e.g. a ConfigMap of the same manifest) or from the
+    file itself when it is on this machine (relative to ``base_dir``)."""
     deployments: list[Deployment] = []
     for index, launch in enumerate(search.launches):
+        argv, argv_lines, config = _with_config_file(launch, base_dir, configs or {})
         deployment = deployment_from_argv(
-            launch.argv,
+            argv,
             file,
             line,
-            argv_lines=launch.lines,
+            argv_lines=argv_lines,
             name=name if index == 0 else f"{name}#{index + 1}",
             base_dir=base_dir,
         )
+        if config is not None:
+            from specprobe.deploy.vllm_config import annotate_speculative
+
+            annotate_speculative(deployment, config)
         deployment.image = launch.image or image
         deployment.source.set("image", image_line if deployment.image == image else launch.lines[0])
         deployment.env = {**launch.variables, **deployment.env}

@@ -53,6 +53,54 @@ def config_arguments(config: LineDict) -> tuple[list[str], list[int | None]]:
     return words, lines
 
 
+def splice_config(
+    argv: list[str], lines: list[int | None], config: LineDict, config_line: int | None = None
+) -> tuple[list[str], list[int | None]]:
+    """``argv`` with its ``--config FILE`` replaced by the file's arguments where vLLM puts them: after
+    ``serve MODEL`` (the command line's later flags still win). ``config_line`` replaces the lines of
+    the file's keys when they are in another file than the launch."""
+    from specprobe.deploy.argv import detect_engine
+
+    detected = detect_engine(argv)
+    index = next((i for i, word in enumerate(argv) if word.split("=", 1)[0] == "--config"), None)
+    if detected is None or index is None:
+        return argv, lines
+    width = 1 if "=" in argv[index] else 2
+    words, word_lines = config_arguments(config)
+    if config_line is not None:
+        word_lines = [config_line] * len(words)
+    start = detected[1]
+    insert_at = start + 1 if start < len(argv) and not argv[start].startswith("-") else start
+    rest = [(w, ln) for i, (w, ln) in enumerate(zip(argv, lines, strict=True)) if not index <= i < index + width]
+    kept = [w for w, _ in rest]
+    kept_lines = [ln for _, ln in rest]
+    insert_at = min(insert_at, len(kept))
+    return (
+        kept[:insert_at] + words + kept[insert_at:],
+        kept_lines[:insert_at] + word_lines + kept_lines[insert_at:],
+    )
+
+
+def config_path(argv: list[str]) -> str | None:
+    """The value of ``--config`` in ``argv``."""
+    for i, word in enumerate(argv):
+        flag, eq, value = word.partition("=")
+        if flag == "--config":
+            return value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return None
+
+
+def annotate_speculative(deployment: Deployment, config: LineDict) -> None:
+    """The line of each key of a ``speculative_config`` mapping, for findings about one key."""
+    for key in ("speculative_config", "speculative-config"):
+        settings = config.get(key)
+        if isinstance(settings, LineDict):
+            for field, _ in settings.items():
+                deployment.source.set(f"speculative.{field}", settings.line_of(field))
+            deployment.source.set("method", settings.lines.get("method"))
+            deployment.source.set("draft", settings.lines.get("model"))
+
+
 def parse_vllm_config(documents: list[Any], file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
     config = documents[0]
     if not isinstance(config, LineDict):
@@ -66,12 +114,6 @@ def parse_vllm_config(documents: list[Any], file: str, base_dir: Path) -> tuple[
         name=f"vllm-config/{Path(file).name}",
         base_dir=base_dir,
     )
-    for key in ("speculative_config", "speculative-config"):
-        settings = config.get(key)
-        if isinstance(settings, LineDict):
-            for field, _ in settings.items():
-                deployment.source.set(f"speculative.{field}", settings.line_of(field))
-            deployment.source.set("method", settings.lines.get("method"))
-            deployment.source.set("draft", settings.lines.get("model"))
+    annotate_speculative(deployment, config)
     deployment.findings = [deployment.locate(f) for f in deployment.findings]
     return [deployment], []

@@ -121,3 +121,25 @@ def block_first_line(container: LineDict | LineList, key: Any) -> tuple[int, boo
     if style == ">":
         return line + 1, False
     return line, False
+
+
+def relocate(node: Any, first_line: int, follows: bool, seen: set[int] | None = None) -> None:
+    """Make the lines of a document parsed from an embedded string (a ConfigMap value) file lines:
+    shifted to start at ``first_line`` when its lines follow the file, else all at ``first_line``."""
+    seen = set() if seen is None else seen
+    if id(node) in seen or not isinstance(node, LineDict | LineList):
+        return
+    seen.add(id(node))
+
+    def moved(line: int) -> int:
+        return first_line + line - 1 if follows else first_line
+
+    node.line = moved(node.line)
+    if isinstance(node, LineDict):
+        node.lines = {key: moved(line) for key, line in node.lines.items()}
+        children = list(node.values())
+    else:
+        node.lines = [moved(line) for line in node.lines]
+        children = list(node)
+    for child in children:
+        relocate(child, first_line, follows, seen)

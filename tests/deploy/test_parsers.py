@@ -429,3 +429,48 @@ def test_arguments_alone_under_other_images(tmp_path):
     assert sglang.engine_name == "sglang" and sglang.method == "ngram"
     (no_entrypoint,) = [f for f in sglang.findings if f.rule == "DEPLOY-NO-ENTRYPOINT"]
     assert no_entrypoint.severity == "error" and no_entrypoint.line == line_of(text, "- --model-path")
+
+
+CONFIGMAP = textwrap.dedent(
+    """\
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: vllm-config}
+    data:
+      serve.yaml: |
+        model: Qwen/Qwen3-8B
+        speculative_config:
+          method: eagle3
+          model: /models/draft
+          num_spec_tokens: 3
+    ---
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: qwen}
+    spec:
+      template:
+        spec:
+          volumes: [{name: cfg, configMap: {name: vllm-config}}]
+          containers:
+            - name: vllm
+              image: vllm/vllm-openai:v0.33.0
+              args: ["--config", "/etc/vllm/serve.yaml", "--port", "8000"]
+              volumeMounts: [{name: cfg, mountPath: /etc/vllm}]
+    """
+)
+
+
+def test_vllm_config_from_a_configmap(tmp_path):
+    (deployment,), _ = load_deployments(_write(tmp_path, "qwen.yaml", CONFIGMAP))
+    assert deployment.target == "Qwen/Qwen3-8B" and deployment.draft == "/models/draft"
+    assert deployment.source.line_of("speculative.num_spec_tokens") == line_of(CONFIGMAP, "num_spec_tokens")
+    assert deployment.source.line_of("draft") == line_of(CONFIGMAP, "model: /models/draft")
+    assert deployment.command is not None and deployment.command.get("--port") == "8000"
+
+
+def test_vllm_config_file_beside_a_script(tmp_path):
+    (tmp_path / "serve.yaml").write_text(VLLM_CONFIG, encoding="utf-8")
+    script = "#!/bin/sh\nvllm serve --config serve.yaml --port 9000\n"
+    (deployment,), _ = load_deployments(_write(tmp_path, "run.sh", script))
+    assert deployment.target == "meta-llama/Llama-3.1-8B-Instruct" and deployment.method == "eagle3"
+    assert deployment.source.line_of("draft") == 2
