@@ -60,11 +60,12 @@ def latest_version(engine: str) -> str:
 
 
 def _families() -> list[Family]:
-    from specprobe.rules import compat, deep, files, layout, safety, shapes, target, vocab
+    from specprobe.rules import compat, deep, engine_config, files, layout, platform, safety, shapes, target, vocab
 
     # compat last: the matrix verdicts for this drafter/target/engine pairing, once the checkpoint's
     # own findings are in.
-    return [files.run, safety.run, layout.run, shapes.run, vocab.run, target.run, deep.run, compat.run]
+    return [files.run, safety.run, layout.run, shapes.run, vocab.run, target.run, engine_config.run, platform.run,
+            deep.run, compat.run]
 
 
 def _load_target(spec: str) -> tuple[ModelConfig | None, str | None]:
@@ -82,6 +83,7 @@ def build_context(
     engine: str | None = None,
     method: str | None = None,
     deep: bool = False,
+    device: str | None = None,
 ) -> CheckContext:
     draft_path = expand_user(draft_dir)
     if not exists(draft_path):
@@ -114,6 +116,7 @@ def build_context(
         target_error=target_error,
         engine_explicit=explicit,
         engine_spec=engine_spec,
+        device=device.strip().lower() if device else None,
         deep=deep,
     )
 
@@ -147,9 +150,10 @@ def run_check(
     method: str | None = None,
     deep: bool = False,
     families: Iterable[Family] | None = None,
+    device: str | None = None,
 ) -> Report:
     """Check one drafter folder; bad checkpoints give findings, unusable arguments raise SpecprobeError."""
-    ctx = build_context(draft_dir, target=target, engine=engine, method=method, deep=deep)
+    ctx = build_context(draft_dir, target=target, engine=engine, method=method, deep=deep, device=device)
     report = Report(
         command="check",
         subject={
@@ -158,6 +162,8 @@ def run_check(
             "engine": ", ".join(f"{name}=={version}" for name, version in ctx.engines),
         },
     )
+    if ctx.device is not None:
+        report.subject["device"] = ctx.device
     if ctx.draft_format is not None:
         report.extra["draft_format"] = ctx.draft_format
     run_families(ctx, _families() if families is None else families, report)

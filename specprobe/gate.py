@@ -104,7 +104,12 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
     engine = str(deployment.engine) if deployment.engine is not None else None
     target_spec = str(target.folder) if target is not None and target.folder is not None else None
     report = run_check(
-        draft.folder, target=target_spec, engine=engine, method=deployment.method, families=_check_families()
+        draft.folder,
+        target=target_spec,
+        engine=engine,
+        method=deployment.method,
+        families=_check_families(),
+        device=deployment.device,
     )
     findings = []
     for finding in report.findings:

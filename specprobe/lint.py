@@ -441,6 +441,8 @@ def lint_deployment(
         from specprobe.rules.internal import internal_error
 
         result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
+    if (deployment.device or "").strip().lower() == "cpu":
+        result.features.add("cpu")  # the matrix's CPU-platform entries (compat_matrix/platform.yaml)
     pp = command.get("--pipeline-parallel-size")
     if pp is not None and pp.isascii() and pp.isdigit() and len(pp) < 10 and int(pp) > 1:
         result.features.add("pipeline_parallel")
@@ -477,12 +479,17 @@ def lint_deployment(
     return [deployment.locate(f) for f in findings], engine_label
 
 
-def lint_command(argv: list[str], *, engine: str | None = None, strict: bool = False) -> Report:
+def lint_command(
+    argv: list[str], *, engine: str | None = None, strict: bool = False, device: str | None = None
+) -> Report:
     """Lint one serve command, and check the drafter and target it names where they are on this machine.
 
-    SpecprobeError when it is not a serve command, ``engine`` does not match it, or no snapshot exists.
+    ``device`` (``--device cpu``) overrides the command's own ``--device``. SpecprobeError when it is not a
+    serve command, ``engine`` does not match it, or no snapshot exists.
     """
     deployment = deployment_from_argv(argv)
+    if device:
+        deployment.device = device
     if engine:
         spec = parse_engine_spec(engine, allow_range=False)
         if spec.engine != deployment.engine_name:
@@ -491,4 +498,7 @@ def lint_command(argv: list[str], *, engine: str | None = None, strict: bool = F
     option: EngineSpec | None = deployment.engine if engine else None
     from specprobe.gate import gate_deployments  # gate builds on lint's rules; import here, not at module top
 
-    return gate_deployments([deployment], engine=option, strict=strict, command="lint")
+    report = gate_deployments([deployment], engine=option, strict=strict, command="lint")
+    if deployment.device:
+        report.subject["device"] = deployment.device
+    return report

@@ -36,6 +36,10 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--method", help="The speculative method to be served (eagle3).")
         ] = None,
         deep: Annotated[bool, typer.Option("--deep", help="Also read tensor data: NaN/Inf, all-zero tensors.")] = False,
+        device: Annotated[
+            str | None,
+            typer.Option("--device", help="Where it is served: cpu adds vLLM's CPU-platform limits (head sizes, MLA)."),
+        ] = None,
         strict: StrictOption = False,
         fmt: FormatOption = None,
         output: OutputOption = None,
@@ -46,7 +50,7 @@ def register(app: typer.Typer) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
         from specprobe.check import run_check
 
-        report = run_check(draft_dir, target=target, engine=engine, method=method, deep=deep)
+        report = run_check(draft_dir, target=target, engine=engine, method=method, deep=deep, device=device)
         emit(
             report,
             fmt,

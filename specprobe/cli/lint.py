@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -30,6 +31,25 @@ def _lint(
             "--engine", "-e", help="Engine version to lint against, e.g. vllm==0.33.0 (default: newest snapshot)."
         ),
     ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option("--device", help="Where it is served: cpu adds vLLM's CPU-platform limits (head sizes, MLA)."),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Also run the engine's own configuration code on the command in the engine's interpreter "
+            "(offline, no workers started).",
+        ),
+    ] = False,
+    python: Annotated[
+        Path | None,
+        typer.Option("--python", help="Interpreter with the engine installed, for --dry-run.", dir_okay=False),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--dry-run-timeout", help="Seconds the --dry-run may take.", min=1.0)
+    ] = 300.0,
     fmt: FormatOption = None,
     output: OutputOption = None,
     strict: StrictOption = False,
@@ -38,10 +58,27 @@ def _lint(
     update_baseline: UpdateBaselineOption = False,
 ) -> None:
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
-    compatibility matrix (nothing is run or downloaded)."""
+    compatibility matrix; with --dry-run also against the engine's own configuration code (nothing is
+    served or downloaded)."""
     from specprobe.lint import lint_command
 
-    report = lint_command(list(command or []), engine=engine, strict=strict)
+    argv = list(command or [])
+    if not dry_run:
+        report = lint_command(argv, engine=engine, strict=strict, device=device)
+    else:
+        from specprobe.dryrun import findings, release_of, run_dry_run
+
+        result = run_dry_run(argv, python=python, device=device, timeout_s=timeout)
+        # The interpreter's own version is the one to lint against, and a CPU build serves on CPU only.
+        release = release_of(result.version)
+        report = lint_command(
+            argv,
+            engine=engine or (f"{result.engine}=={release}" if release else None),
+            strict=strict,
+            device=device or ("cpu" if result.cpu_build else None),
+        )
+        report.extend(findings(result))
+        report.extra["dry_run"] = result.to_json_dict()
     emit(report, fmt, output, strict=strict, config=config, baseline=baseline, update_baseline=update_baseline)
 
 

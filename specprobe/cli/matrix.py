@@ -35,7 +35,7 @@ FeatureOption = Annotated[
     typer.Option(
         "--feature",
         help="Serving feature in use (repeatable): lora, min_p, logit_bias, pipeline_parallel, "
-        "structured_output, eagle_topk_gt_1, long_context, multi_layer_draft.",
+        "structured_output, eagle_topk_gt_1, long_context, multi_layer_draft, cpu.",
     ),
 ]
 MatrixFileOption = Annotated[

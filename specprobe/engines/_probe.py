@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,17 +66,27 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def run_probe(engine: str, script: str, interpreter: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
-    """Run ``probes/<script>`` under ``interpreter`` and return its JSON reply."""
-    probe = PROBES_DIR / script
+def run_probe(
+    engine: str,
+    script: str | Path,
+    interpreter: Path,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    *,
+    args: Sequence[str] = (),
+    env_overrides: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``probes/<script>`` (or the probe file ``script`` names) under ``interpreter`` with ``args``
+    and return its JSON reply; ``env_overrides`` are set for the probe only."""
+    probe = script if isinstance(script, Path) else PROBES_DIR / script
     env = dict(os.environ)
     # Engines print progress bars and colour codes; none of it belongs in the reply.
     env.update({"PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore"})
+    env.update(env_overrides or {})
     try:
         completed = subprocess.run(
             # -I: the user's working directory and PYTHON* variables must not shadow the engine;
             # -B: no bytecode written next to the probes (an installed package may be read-only).
-            [str(interpreter), "-I", "-B", str(probe)],
+            [str(interpreter), "-I", "-B", str(probe), *args],
             capture_output=True,
             text=True,
             timeout=timeout_s,

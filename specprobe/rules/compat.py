@@ -158,6 +158,8 @@ def pairings_for(ctx: CompatContext) -> list[tuple[Pairing, str]]:
                     target_model_types=target_model_types(target) if target else (),
                     target_attention=attention_traits(target) if target else frozenset(),
                     target_config=target.raw if target else None,
+                    # A CPU deployment is the matrix's `cpu` feature; other features are unknown to check.
+                    features=frozenset({"cpu"}) if getattr(ctx, "device", None) == "cpu" else None,
                     draft_label=str(ctx.draft_dir),
                 ),
                 note,

