@@ -43,13 +43,20 @@ Log = Callable[[str], None]
 
 @dataclass(frozen=True)
 class TrainPlan:
-    """Sizes and budgets of one demo build; `tiny` runs on a laptop CPU in about a minute."""
+    """Sizes and budgets of one demo build; `tiny` runs on a laptop CPU in about a minute.
+
+    The MLA shapes are the ones vLLM's CPU MLA decode kernel compiles for: kv_lora_rank +
+    qk_rope_head_dim = 576; with MLA turned off (VLLM_MLA_DISABLE=1) the attention head size is
+    qk_nope_head_dim + qk_rope_head_dim = 96, one the CPU attention backend runs.
+    """
 
     vocab_size: int = 512
     hidden_size: int = 64
     num_layers: int = 4
-    num_heads: int = 4
-    num_kv_heads: int = 2
+    # Head size 32: the smallest vLLM's CPU attention runs (32, 64, 80, ... in cpu_attn.py), so that a
+    # real CPU engine serves the demo models; a head size of 16 loads and then fails at the first request.
+    num_heads: int = 2
+    num_kv_heads: int = 1
     intermediate_size: int = 192
     target_steps: int = 200
     target_batch: int = 16
@@ -64,6 +71,13 @@ class TrainPlan:
     corpus_chars: int = 400_000
     mixed_precision: bool = False
     mla: bool = False
+    kv_lora_rank: int = 512
+    q_lora_rank: int = 64
+    qk_rope_head_dim: int = 64
+    qk_nope_head_dim: int = 32
+    v_head_dim: int = 32
+    # CPU MoE kernels pad intermediate sizes to multiples of 32; a multiple of 32 keeps both sides equal.
+    moe_intermediate_size: int = 64
 
     @property
     def aux_layer_ids(self) -> tuple[int, ...]:
@@ -153,7 +167,7 @@ def _target_model(plan: TrainPlan, vocab_size: int) -> Any:
             vocab_size=vocab_size,
             hidden_size=plan.hidden_size,
             intermediate_size=plan.intermediate_size,
-            moe_intermediate_size=plan.intermediate_size // 4,
+            moe_intermediate_size=plan.moe_intermediate_size,
             num_hidden_layers=plan.num_layers,
             num_attention_heads=plan.num_heads,
             num_key_value_heads=plan.num_heads,
@@ -163,14 +177,16 @@ def _target_model(plan: TrainPlan, vocab_size: int) -> Any:
             n_group=1,
             topk_group=1,
             first_k_dense_replace=1,
-            kv_lora_rank=32,
-            q_lora_rank=64,
-            qk_rope_head_dim=16,
-            qk_nope_head_dim=16,
-            v_head_dim=32,
+            kv_lora_rank=plan.kv_lora_rank,
+            q_lora_rank=plan.q_lora_rank,
+            qk_rope_head_dim=plan.qk_rope_head_dim,
+            qk_nope_head_dim=plan.qk_nope_head_dim,
+            v_head_dim=plan.v_head_dim,
             max_position_embeddings=2048,
             tie_word_embeddings=False,
-            rope_interleave=False,
+            # Interleaved (GPT-J-style) rope pairs: what vLLM computes for DeepSeek whatever the config
+            # says (deepseek_v2.py builds its rope with is_neox_style=False).
+            rope_interleave=True,
         )
         return DeepseekV3ForCausalLM(mla_config)
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -397,6 +413,74 @@ def save_drafter(drafter: Eagle3Drafter, t2d: torch.Tensor, out_dir: Path, *, d2
     (out_dir / "config.json").write_text(json.dumps(drafter.cfg.to_json_dict(), indent=2) + "\n", encoding="utf-8")
 
 
+def write_engine_routing_fields(target_dir: Path) -> None:
+    """State in config.json how transformers' DeepSeek-V3 routes, for engines that default otherwise.
+
+    transformers always scores experts with a sigmoid plus `e_score_correction_bias`; vLLM reads
+    `scoring_func` (default softmax) and loads the bias only when `topk_method` is "noaux_tc".
+    """
+    path = target_dir / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config.update({"topk_method": "noaux_tc", "scoring_func": "sigmoid"})
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+def rope_layout_copy(target_dir: Path, out_dir: Path) -> Path:
+    """The same MLA model written with `rope_interleave: false`: an engine gap on purpose.
+
+    transformers computes exactly the same function (the rope rows of q_b_proj/q_proj and
+    kv_a_proj_with_mqa are permuted into the non-interleaved layout), so the drafter trained on the
+    original stays right for it; vLLM ignores `rope_interleave` and applies interleaved rope to the
+    permuted rows, so it serves a different model from the one the drafter was trained on.
+    """
+    from safetensors.torch import load_file, save_file
+
+    config = json.loads((target_dir / "config.json").read_text(encoding="utf-8"))
+    rope = int(config["qk_rope_head_dim"])
+    nope = int(config["qk_nope_head_dim"])
+    heads = int(config["num_attention_heads"])
+    kv_lora_rank = int(config["kv_lora_rank"])
+    # Interleaved pairs (x0, x1), (x2, x3), ... are (x0, x2, ...) and (x1, x3, ...) in rotate-half layout.
+    order = torch.cat([torch.arange(0, rope, 2), torch.arange(1, rope, 2)])
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    shutil.copytree(target_dir, out_dir)
+    tensors = load_file(str(target_dir / "model.safetensors"))
+    for name, weight in list(tensors.items()):
+        if name.endswith(("self_attn.q_b_proj.weight", "self_attn.q_proj.weight")):
+            per_head = weight.reshape(heads, nope + rope, -1).clone()
+            per_head[:, nope:] = per_head[:, nope:][:, order]
+            tensors[name] = per_head.reshape(weight.shape).contiguous()
+        elif name.endswith("self_attn.kv_a_proj_with_mqa.weight"):
+            permuted = weight.clone()
+            permuted[kv_lora_rank:] = weight[kv_lora_rank:][order]
+            tensors[name] = permuted.contiguous()
+    save_file(tensors, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    config["rope_interleave"] = False
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return out_dir
+
+
+def head_size_copy(target_dir: Path, out_dir: Path, head_dim: int = 16) -> Path:
+    """The same weights read with a smaller attention head size (more heads of `head_dim`): a model
+    that loads everywhere but that vLLM's CPU attention cannot run (it has no kernel for head size 16)."""
+    config = json.loads((target_dir / "config.json").read_text(encoding="utf-8"))
+    kv_width = int(config["num_key_value_heads"]) * int(config.get("head_dim") or 0)
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    shutil.copytree(target_dir, out_dir)
+    config.update(
+        {
+            "head_dim": head_dim,
+            "num_attention_heads": int(config["hidden_size"]) // head_dim,
+            # k_proj/v_proj keep their shapes: the same width in heads of the new size.
+            "num_key_value_heads": kv_width // head_dim,
+        }
+    )
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    return out_dir
+
+
 def shuffled_d2t(d2t: torch.Tensor, seed: int) -> torch.Tensor:
     """The same draft vocabulary, with its draft ids pointing at each other's target ids."""
     draft_vocab = d2t.numel()
@@ -423,6 +507,8 @@ def build_pair(
     log(f"corpus: {len(text)} characters, {stream.numel()} tokens, vocab {len(tokenizer)}")
     target = train_target(plan, stream, len(tokenizer), device=device, seed=seed, log=log)
     target.save_pretrained(str(target_dir))
+    if plan.mla:
+        write_engine_routing_fields(target_dir)
     drafter, t2d = train_drafter(plan, target, stream, device=device, seed=seed, log=log)
     save_drafter(drafter, t2d, draft_dir)
     return drafter, t2d
@@ -437,8 +523,9 @@ def build_demo_models(
     with_mla: bool = False,
     log: Log = _stderr_log,
 ) -> dict[str, Path]:
-    """Write DIR/target, DIR/draft and DIR/draft-broken (shuffled d2t); with_mla adds DIR/target-mla
-    and DIR/draft-mla. Returns the folders by name."""
+    """Write DIR/target, DIR/draft and DIR/draft-broken (shuffled d2t); with_mla adds DIR/target-mla,
+    DIR/draft-mla, DIR/draft-mla-broken and DIR/target-mla-neox-rope (the same model written in the
+    rope layout vLLM misreads). Returns the folders by name."""
     torch.set_num_threads(max(1, torch.get_num_threads()))
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {"target": out_dir / "target", "draft": out_dir / "draft", "draft-broken": out_dir / "draft-broken"}
@@ -451,7 +538,12 @@ def build_demo_models(
         mla_plan = replace(plan, mla=True) if not plan.mla else plan
         written["target-mla"] = out_dir / "target-mla"
         written["draft-mla"] = out_dir / "draft-mla"
-        build_pair(mla_plan, written["target-mla"], written["draft-mla"], device=device, seed=seed, log=log)
+        mla_drafter, mla_t2d = build_pair(
+            mla_plan, written["target-mla"], written["draft-mla"], device=device, seed=seed, log=log
+        )
+        written["draft-mla-broken"] = out_dir / "draft-mla-broken"
+        save_drafter(mla_drafter, mla_t2d, written["draft-mla-broken"], d2t=shuffled_d2t(mla_drafter.d2t, seed))
+        written["target-mla-neox-rope"] = rope_layout_copy(written["target-mla"], out_dir / "target-mla-neox-rope")
     return written
 
 
