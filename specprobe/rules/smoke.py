@@ -10,11 +10,15 @@ from specprobe.findings import Severity
 from specprobe.rules import rule
 
 FAMILY = "smoke"
-VLLM_SPEC_METRICS = "https://github.com/vllm-project/vllm/blob/main/vllm/v1/spec_decode/metrics.py"
-VLLM_EAGLE3_SRC = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama_eagle3.py"
+VLLM_SPEC_METRICS = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/spec_decode/metrics.py"
+VLLM_EAGLE3_SRC = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/llama_eagle3.py"
 SPECULATIVE_SAMPLING = "https://arxiv.org/abs/2211.17192"
+VLLM_CPU_ATTN = "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/v1/attention/backends/cpu_attn.py"
+VLLM_CPU_PLATFORM = "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/platforms/cpu.py"
+# Floating-point sums depend on their order, so a batched verify pass can round differently.
+FLOAT_ROUNDING = "https://docs.pytorch.org/docs/stable/notes/numerical_accuracy.html"
 SGLANG_SPEC_METRICS = (
-    "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/managers/scheduler_metrics_mixin.py"
+    "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/observability/metrics_collector.py"
 )
 
 ACCEPTANCE_LOW = rule(
@@ -68,4 +72,40 @@ CHECK_SKIPPED = rule(
     Severity.WARNING,
     "the drafter was measured although its static check reported errors (--force)",
     VLLM_EAGLE3_SRC,
+)
+SERVE_START_FAILED = rule(
+    "SMOKE-SERVE-START-FAILED",
+    FAMILY,
+    Severity.ERROR,
+    "the engine started from the launch command exited or never became ready; the engine's own cause is quoted",
+    VLLM_CPU_ATTN,
+    VLLM_CPU_PLATFORM,
+)
+SERVE_FAILED = rule(
+    "SMOKE-SERVE-FAILED",
+    FAMILY,
+    Severity.ERROR,
+    "the engine failed while serving the smoke prompts; the engine's own cause is quoted, not the HTTP status",
+    VLLM_CPU_ATTN,
+)
+ENGINE_REFERENCE = rule(
+    "SMOKE-ENGINE-REFERENCE",
+    FAMILY,
+    Severity.INFO,
+    "the served engine's acceptance beside the reference backend's on the same prompts, per position",
+    VLLM_SPEC_METRICS,
+)
+NEAR_TIE = rule(
+    "SMOKE-NEAR-TIE",
+    FAMILY,
+    Severity.INFO,
+    "speculative and target-only greedy output part at a numerical near-tie of the target's top two logits",
+    FLOAT_ROUNDING,
+)
+TIMING_NOISE = rule(
+    "SMOKE-TIMING-NOISE",
+    FAMILY,
+    Severity.INFO,
+    "a speed-up was measured although no draft token was accepted: the timing is noise, not a speed-up",
+    VLLM_SPEC_METRICS,
 )

@@ -10,6 +10,7 @@ rejected slots stay in place and are masked out by an explicit 4-D attention mas
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -343,3 +344,52 @@ def speculative_generate(
         accepted_per_pos=per_pos,
         acceptance_lengths=lengths,
     )
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where speculative and target-only greedy output first part, and how close the target's call was.
+
+    ``margin`` is the gap between the target's logits for the two tokens at that position (computed
+    by one plain forward pass over the common prefix); ``tolerance`` is how far rounding alone can
+    move a logit there. A margin within the tolerance is a numerical near-tie: verifying K+1 tokens in
+    one pass sums in another order than decoding them one by one, and either token is the target's
+    greedy choice up to rounding. A larger margin is a confident position: a real verification bug.
+    """
+
+    position: int
+    greedy_token: int
+    speculative_token: int
+    margin: float
+    tolerance: float
+
+    @property
+    def near_tie(self) -> bool:
+        return self.margin <= self.tolerance
+
+
+def rounding_tolerance(dtype: torch.dtype, magnitude: float, *, hidden_size: int, num_layers: int) -> float:
+    """How far rounding alone can move a logit of this magnitude: the dtype's machine epsilon, scaled
+    by the logit's magnitude and by sqrt(n) for n = hidden_size * num_layers accumulated products (the
+    usual random-walk growth of rounding error in long dot products)."""
+    eps = float(torch.finfo(dtype).eps)
+    return eps * max(1.0, magnitude) * math.sqrt(max(1, hidden_size * num_layers))
+
+
+@torch.inference_mode()
+def classify_divergence(
+    target: Target, prompt: Sequence[int], greedy: Sequence[int], speculative: Sequence[int], *, device: str
+) -> Divergence | None:
+    """The first position where ``speculative`` leaves ``greedy``, with the target's margin there."""
+    position = next((i for i, (a, b) in enumerate(zip(greedy, speculative, strict=False)) if a != b), None)
+    if position is None:
+        return None
+    context = torch.tensor([[*prompt, *greedy[:position]]], dtype=torch.long, device=device)
+    logits = target.model(input_ids=context).logits[0, -1].float()
+    greedy_token, speculative_token = int(greedy[position]), int(speculative[position])
+    margin = abs(float(logits[greedy_token] - logits[speculative_token]))
+    magnitude = float(logits.abs().max())
+    tolerance = rounding_tolerance(
+        target.model.dtype, magnitude, hidden_size=target.hidden_size, num_layers=target.num_layers
+    )
+    return Divergence(position, greedy_token, speculative_token, margin, tolerance)

@@ -103,11 +103,16 @@ def parse_metrics(text: str) -> MetricsSnapshot:
     return snapshot
 
 
-def _check_url(url: str) -> str:
+def _check_url(url: str, *, api_base: bool = True) -> str:
+    """The server's root URL. OpenAI clients are configured with `.../v1`; the API paths here add /v1
+    themselves, so a trailing /v1 in an API base is dropped instead of requesting /v1/v1/models."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise SpecprobeError(f"{url!r} is not an http(s) URL")
-    return url.rstrip("/")
+    base = url.rstrip("/")
+    if api_base and base.endswith("/v1"):
+        base = base[: -len("/v1")]
+    return base
 
 
 def _http(url: str, payload: dict[str, Any] | None = None, *, timeout: float = REQUEST_TIMEOUT_S) -> bytes:
@@ -184,8 +189,12 @@ def _request(base: str, options: ServerOptions, model: str, prompt: Prompt) -> t
 
 def run_server(options: ServerOptions) -> Report:
     """Measure a live engine; with compare_reference also the reference backend on the same prompts."""
+    if options.max_new_tokens < 2:
+        # Same rule as the reference backend: the first token comes from the prefill, so one token never
+        # reaches a draft and the counters could not move.
+        raise SpecprobeError("--max-new-tokens must be at least 2")
     base = _check_url(options.url)
-    metrics_url = _check_url(options.metrics_url) if options.metrics_url else base + "/metrics"
+    metrics_url = _check_url(options.metrics_url, api_base=False) if options.metrics_url else base + "/metrics"
     prompts = load_prompts(options.prompts, limit=options.max_prompts)
     model = options.model or _served_model(base)
     engine = _engine_version(base)
