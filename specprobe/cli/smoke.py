@@ -28,11 +28,42 @@ class Api(StrEnum):
 
 def register(app: typer.Typer) -> None:
     """Add `specprobe smoke` to the app."""
-    app.command("smoke")(smoke)
+    # Everything after `--` is the engine's launch command (smoke --serve), passed through untouched.
+    app.command("smoke", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(smoke)
 
 
 @cannot_run_guard
-def smoke(  # noqa: PLR0917 - typer maps each parameter to an option
+def smoke(
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="With --serve: the engine's launch command, after --.", show_default=False),
+    ] = None,
+    *,
+    serve: Annotated[
+        bool,
+        typer.Option(
+            "--serve",
+            help="Start the engine from the launch command after --, measure it, stop it, and compare it with "
+            "the reference backend when target and draft are local folders.",
+        ),
+    ] = False,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            help="The engine's interpreter for --serve (default: SPECPROBE_VLLM_CPU_PYTHON / SPECPROBE_VLLM_PYTHON "
+            "or SPECPROBE_SGLANG_PYTHON, else this one).",
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds the engine may take to start (--serve).")
+    ] = 900.0,
+    engine_log: Annotated[
+        Path | None, typer.Option("--engine-log", help="With --serve: keep the engine's whole log in FILE.")
+    ] = None,
+    no_reference: Annotated[
+        bool, typer.Option("--no-reference", help="With --serve: measure the engine only, no reference backend.")
+    ] = False,
     target: Annotated[
         str | None, typer.Option("--target", help="Target folder or hub id (the model the drafter serves).")
     ] = None,
@@ -74,6 +105,29 @@ def smoke(  # noqa: PLR0917 - typer maps each parameter to an option
     strict: StrictOption = False,
 ) -> None:
     """Measure acceptance rate, acceptance length, losslessness and speed-up of a drafter."""
+    if serve:
+        from specprobe.smoke.serve import ServeOptions, run_serve
+
+        serve_options = ServeOptions(
+            command=list(command or []),
+            python=python,
+            timeout_s=timeout,
+            reference=not no_reference,
+            force=force,
+            prompts=prompts,
+            max_prompts=max_prompts,
+            max_new_tokens=max_new_tokens,
+            min_acceptance_length=min_acceptance_length,
+            plot=plot,
+            api=api.value,
+            device=device,
+            progress=not no_progress,
+            engine_log=engine_log,
+        )
+        emit(run_serve(serve_options), fmt, output, strict=strict)
+        return
+    if command:
+        raise SpecprobeError(f"unexpected argument {command[0]!r}; a launch command after -- needs --serve")
     from specprobe.smoke.runner import SmokeOptions, run_reference
 
     if (backend is Backend.REFERENCE or compare_reference) and (target is None or draft is None):

@@ -1,0 +1,178 @@
+"""`smoke --serve` without a real engine: launch-command parsing and rewriting, the engine's failure
+cause read from its log, process-group clean-up, and the start-failure path through a stand-in engine
+module that prints what vLLM 0.32.0 printed when it refused the MLA pairing (docs/real-engine/).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from specprobe.cli import app
+from specprobe.findings import SpecprobeError
+from specprobe.smoke.launch import parse_launch
+from specprobe.smoke.serve import escape, failure_cause, free_port, running_engine
+
+SPEC = '{"method":"eagle3","model":"/m/draft","num_speculative_tokens":3}'
+# Lines as vLLM 0.32.0 (CPU build) wrote them; the first is a finaliser's noise that is not the cause.
+MLA_REFUSAL_LOG = """\
+(EngineCore pid=1) Exception ignored in: <function CPUDNNLGEMMHandler.__del__ at 0x7f3071530f40>
+Traceback (most recent call last):
+AssertionError: Please convert all Tensors to FakeTensors first
+(EngineCore pid=1) ERROR 12-03 06:01:02 [core.py:1108] EngineCore failed to start.
+(EngineCore pid=1) ERROR 12-03 06:01:02 [core.py:1108] Traceback (most recent call last):
+(EngineCore pid=1) ERROR 12-03 06:01:02 [core.py:1108] ValueError: No common block size for 16 (CPU_MLA: [16]; \
+CPU_ATTN: [MultipleOf(32)])
+(APIServer pid=0) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+"""
+
+
+def test_vllm_serve_becomes_the_api_server_module_on_a_loopback_port() -> None:
+    launch = parse_launch(
+        ["vllm", "serve", "/m/target", "--speculative-config", SPEC, "--port", "8000", "--host=0.0.0.0",
+         "--dtype", "float32"]
+    )  # fmt: skip
+    assert (launch.engine, launch.model, launch.draft, launch.method) == ("vllm", "/m/target", "/m/draft", "eagle3")
+    assert launch.num_speculative_tokens == 3
+    assert launch.dtype("bfloat16") == "float32"
+    argv = launch.argv("/py", 41234, vllm_cli=False)
+    assert argv[:5] == ["/py", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m/target"]
+    assert argv[-4:] == ["--host", "127.0.0.1", "--port", "41234"]
+    assert "8000" not in argv and "--host=0.0.0.0" not in argv
+    cli = launch.argv("/py", 41234, vllm_cli=True)
+    assert cli[:5] == ["/py", "-m", "vllm.entrypoints.cli.main", "serve", "/m/target"]
+
+
+def test_module_forms_and_environment_prefixes() -> None:
+    launch = parse_launch(
+        ["VLLM_MLA_DISABLE=1", "python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m/t", "--port=9"]
+    )
+    assert launch.env == {"VLLM_MLA_DISABLE": "1"}
+    assert launch.model == "/m/t"
+    assert launch.argv("/py", 5, vllm_cli=False).count("--model") == 1
+    sglang = parse_launch(
+        ["python", "-m", "sglang.launch_server", "--model-path", "/m/t", "--speculative-algorithm", "EAGLE3",
+         "--speculative-draft-model-path", "/m/d", "--speculative-num-steps", "3"]
+    )  # fmt: skip
+    assert (sglang.engine, sglang.model, sglang.draft, sglang.num_speculative_tokens) == ("sglang", "/m/t", "/m/d", 3)
+    assert sglang.argv("/py", 5, vllm_cli=False)[:5] == ["/py", "-m", "sglang.launch_server", "--model-path", "/m/t"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["ls", "-la"], ["vllm", "serve", "/m", "--speculative-config", "[1]"], ["A=1"]],
+)
+def test_not_a_serve_command_is_a_one_line_error(argv: list[str]) -> None:
+    with pytest.raises(SpecprobeError):
+        parse_launch(argv)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=12))
+def test_any_argument_vector_parses_or_is_refused_cleanly(argv: list[str]) -> None:
+    for head in (["vllm", "serve"], ["python", "-m", "sglang.launch_server"], []):
+        try:
+            launch = parse_launch(head + argv)
+        except SpecprobeError:
+            continue
+        rewritten = launch.argv("/py", 1, vllm_cli=False)
+        # The address is always specprobe's own, exactly once.
+        assert rewritten.count("--port") == 1 and rewritten[-1] == "1"
+
+
+def test_failure_cause_skips_finaliser_noise_and_wrapper_lines() -> None:
+    cause = failure_cause(MLA_REFUSAL_LOG)
+    assert cause == "ValueError: No common block size for 16 (CPU_MLA: [16]; CPU_ATTN: [MultipleOf(32)])"
+    assert failure_cause("no exception here\n") is None
+    assert "\x1b" not in escape("\x1b[2Jfake PASS")
+
+
+def test_the_whole_process_group_is_stopped(tmp_path: Path) -> None:
+    # A leader that starts a child in its own group and then ignores SIGTERM, as a wedged engine can.
+    script = (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(600)\n"
+    )
+    with running_engine([sys.executable, "-c", script], dict(os.environ), free_port()) as engine:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "child").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        child = int((tmp_path / "child").read_text())
+    assert engine.process.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        # A zombie that is not ours to reap still answers kill(0): read its state.
+        state = Path(f"/proc/{child}/stat").read_text().split()[2] if Path(f"/proc/{child}/stat").exists() else "X"
+        if state in ("Z", "X"):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the engine's child process outlived the stop")
+
+
+def _stand_in_engine(root: Path, body: str) -> dict[str, str]:
+    """A `vllm` package whose api_server module runs ``body``: the probe finds vLLM, the launch runs it."""
+    server = root / "vllm" / "entrypoints" / "openai"
+    server.mkdir(parents=True)
+    for folder in (root / "vllm", root / "vllm" / "entrypoints", server):
+        (folder / "__init__.py").write_text("")
+    (server / "api_server.py").write_text(body)
+    return {"PYTHONPATH": str(root)}
+
+
+def test_start_up_failure_is_a_finding_that_quotes_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = f"import sys\nsys.stdout.write({MLA_REFUSAL_LOG!r})\nsys.exit(1)\n"
+    for name, value in _stand_in_engine(tmp_path / "engine", body).items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(
+        app,
+        ["smoke", "--serve", "--python", sys.executable, "--timeout", "60", "--no-progress", "--format", "json",
+         "--", "vllm", "serve", str(tmp_path / "no-such-target"), "--speculative-config", SPEC],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    failed = [f for f in report["findings"] if f["rule"] == "SMOKE-SERVE-START-FAILED"]
+    assert failed and "No common block size for 16" in failed[0]["message"]
+    assert report["engine_cause"].startswith("ValueError: No common block size")
+
+
+def test_start_up_timeout_is_a_finding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    body = "import time\nprint('INFO loading', flush=True)\ntime.sleep(600)\n"
+    for name, value in _stand_in_engine(tmp_path / "engine", body).items():
+        monkeypatch.setenv(name, value)
+    start = time.monotonic()
+    result = CliRunner().invoke(
+        app,
+        ["smoke", "--serve", "--python", sys.executable, "--timeout", "3", "--no-progress", "--format", "json",
+         "--", "vllm", "serve", "/m/t"],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert time.monotonic() - start < 60
+    assert "did not answer /health within 3 s" in result.stdout
+
+
+def test_missing_engine_is_exit_2(tmp_path: Path) -> None:
+    empty = subprocess.run([sys.executable, "-c", "import vllm"], capture_output=True, check=False)
+    if empty.returncode == 0:
+        pytest.skip("this interpreter has vLLM installed")
+    for command, needle in ((["vllm", "serve", "/m"], "no vLLM"), (["sglang", "serve", "--model-path", "/m"], "AMX")):
+        result = CliRunner().invoke(app, ["smoke", "--serve", "--python", sys.executable, "--", *command])
+        assert result.exit_code == 2
+        assert needle in result.output
