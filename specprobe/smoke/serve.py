@@ -351,13 +351,13 @@ def _request_failure(report: Report, error: SpecprobeError, log: str) -> None:
     report.extra["engine_cause"] = cause
 
 
-def _static_check(draft: Path | None, target: Path | None, report: Report, force: bool) -> bool:
+def _static_check(draft: Path | None, target: Path | None, engine: str, report: Report, force: bool) -> bool:
     """`specprobe check` of a local drafter against the target; False when it refuses the run."""
     if draft is None:
         return True
     from specprobe.smoke.runner import static_check
 
-    check = static_check(draft, str(target) if target else "")
+    check = static_check(draft, str(target) if target else None, engine)
     if check.ok:
         return True
     report.extend(check.findings)
@@ -411,7 +411,7 @@ def run_serve(options: ServeOptions) -> Report:
         },
     )
     k = launch.num_speculative_tokens or 3
-    if not _static_check(draft, target, report, options.force):
+    if not _static_check(draft, target, engine_label, report, options.force):
         return report
     port = free_port()
     argv = launch.argv(python, port, vllm_cli=bool(probe.get("dist_vllm")))
