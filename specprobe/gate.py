@@ -51,8 +51,13 @@ def _hub_cache_folder(repo_id: str) -> Path | None:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # pragma: no cover - huggingface_hub is a dependency
         return None
+    # The cache folder is read from the environment at each call: huggingface_hub fixes its own
+    # constant when first imported, and a caller may have changed HF_HUB_CACHE/HF_HOME since.
+    cache_dir = os.environ.get("HF_HUB_CACHE") or (
+        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
+    )
     try:
-        cached = try_to_load_from_cache(repo_id, "config.json")
+        cached = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
     except Exception:  # an id the hub library refuses is simply not cached
         return None
     return Path(cached).parent if isinstance(cached, str) else None
@@ -172,6 +177,9 @@ def _version_finding(deployment: Deployment) -> Finding:
     finding = deploy_rules.ENGINE_VERSION.finding(
         f"checked against {deployment.engine} (from the {source}{detail})", location=deployment.image
     )
+    # This engine's releases first: the reporters show the first link.
+    project = "sgl-project" if deployment.engine_name == "sglang" else "vllm-project"
+    finding.evidence.sort(key=lambda url: project not in url)
     return deployment.locate(finding, "engine", "image", "command")
 
 

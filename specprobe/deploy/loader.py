@@ -51,10 +51,11 @@ def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], lis
         raise SpecprobeError(f"{shown}:{exc.line}: {exc}") from None
     deployments: list[Deployment] = []
     findings: list[Finding] = []
+    base_name = "script/" + Path(shown).name
     for command in commands:
         search = find_launches(command.words, list(command.lines), variables=command.variables)
-        engine = search.launches[0].argv if search.launches else None
-        label = "script/" + Path(shown).name + (f":{command.line}" if engine else "")
+        # Named by order, not by line, so that a per-deployment ignore survives edits above the launch.
+        label = base_name if not deployments else f"{base_name}#{len(deployments) + 1}"
         made, leftover = to_deployments(search, name=label, file=shown, base_dir=base_dir, line=command.line)
         deployments.extend(made)
         for finding in leftover:

@@ -231,6 +231,7 @@ SCRIPT = textwrap.dedent(
 def test_shell_script(tmp_path):
     deployments, findings = load_deployments(_write(tmp_path, "serve.sh", SCRIPT))
     vllm, sglang, docker = deployments
+    assert [d.name for d in deployments] == ["script/serve.sh", "script/serve.sh#2", "script/serve.sh#3"]
     assert (vllm.target, vllm.draft, vllm.method) == ("/models/llama-3.1-8b", "/models/eagle3", "eagle3")
     assert vllm.env == {"CUDA_VISIBLE_DEVICES": "0", "MODEL": "/models/llama-3.1-8b", "DRAFT": "/models/eagle3"}
     assert vllm.source.line == line_of(SCRIPT, "exec vllm serve")
@@ -474,3 +475,31 @@ def test_vllm_config_file_beside_a_script(tmp_path):
     (deployment,), _ = load_deployments(_write(tmp_path, "run.sh", script))
     assert deployment.target == "meta-llama/Llama-3.1-8B-Instruct" and deployment.method == "eagle3"
     assert deployment.source.line_of("draft") == 2
+
+
+def _hub_cache(cache: Path, repo_id: str, source: Path) -> None:
+    """Lay ``source``'s files out as huggingface_hub's cache does (refs/main -> snapshots/REV)."""
+    import shutil
+
+    folder = cache / f"models--{repo_id.replace('/', '--')}"
+    revision = "0" * 40
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(revision, encoding="utf-8")
+    shutil.copytree(source, folder / "snapshots" / revision)
+
+
+def test_hub_ids_resolve_from_the_local_cache(tmp_path, demo, monkeypatch):
+    from specprobe.gate import gate_paths
+
+    cache = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    _hub_cache(cache, "acme/target", demo / "target")
+    _hub_cache(cache, "acme/draft-broken", demo / "draft-broken")
+    text = (
+        "#!/bin/sh\nvllm serve acme/target --speculative-config "
+        '\'{"method": "eagle3", "model": "acme/draft-broken", "num_speculative_tokens": 3}\'\n'
+    )
+    report = gate_paths([_write(tmp_path, "hub.sh", text)])
+    rules = {f.rule for f in report.findings}
+    assert {"VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"} <= rules
+    assert "DEPLOY-NOT-EXAMINED" not in rules

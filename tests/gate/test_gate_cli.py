@@ -116,10 +116,10 @@ def test_compose_and_script_for_both_engines(tmp_path, demo):
     script.write_text(script_text, encoding="utf-8")
     code, report = gate(str(compose), str(script))
     assert code == 1
-    assert {d["name"] for d in report["deployments"]} == {"compose/service/sgl", "script/serve.sh:2"}
+    assert {d["name"] for d in report["deployments"]} == {"compose/service/sgl", "script/serve.sh"}
     (unknown,) = by_rule(report, "LINT-UNKNOWN-FLAG")
     assert unknown["file"] == str(script) and unknown["line"] == line_of(script_text, "--speculative-model x")
-    assert all(f["deployment"] == "script/serve.sh:2" for f in report["findings"] if f["severity"] == "error")
+    assert all(f["deployment"] == "script/serve.sh" for f in report["findings"] if f["severity"] == "error")
     assert report["subject"]["deployments"] == "2"
 
 
