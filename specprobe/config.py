@@ -147,6 +147,13 @@ def load_config(path: Path | None, *, rule_ids: Sequence[str] | None = None) -> 
     settings = _settings_table(path)
     if settings is None:
         raise SpecprobeError(f"configuration {path} has no [tool.specprobe] table")
+    return config_from_settings(settings, path, rule_ids=rule_ids)
+
+
+def config_from_settings(
+    settings: Mapping[str, Any], path: Path, *, rule_ids: Sequence[str] | None = None
+) -> Config:
+    """Validate the settings table read from ``path`` and build the configuration from it."""
     validate_settings(settings, path)
     baseline = settings.get("baseline")
     config = Config(

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specprobe.baseline import Baseline, apply_baseline, fingerprint, read_baseline, render_baseline
@@ -167,3 +167,29 @@ def test_baseline_from_the_configuration(project: Path, broken_draft: Path) -> N
     code, _, err = run_cli("check", str(broken_draft))
     assert code == 0 and "wrote baseline" in err
     assert (project / "ci" / "accepted.json").is_file()
+
+
+_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=64),
+        _JSON.map(lambda v: json.dumps(v).encode()),
+        _JSON.map(lambda v: json.dumps({"specprobe_baseline": 1, "findings": v}).encode()),
+    )
+)
+def test_any_baseline_file_reads_or_is_one_line(tmp_path_factory: pytest.TempPathFactory, content: bytes) -> None:
+    path = tmp_path_factory.mktemp("baseline") / "baseline.json"
+    path.write_bytes(content)
+    try:
+        baseline = read_baseline(path)
+    except SpecprobeError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert all(isinstance(f, str) for f in baseline.fingerprints)

@@ -7,8 +7,19 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from specprobe.config import Config, DeploymentIgnore, apply, find_config, is_selected, load_config, matches
+from specprobe.config import (
+    Config,
+    DeploymentIgnore,
+    apply,
+    config_from_settings,
+    find_config,
+    is_selected,
+    load_config,
+    matches,
+)
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 
 from .conftest import MPE_WARNING_ENGINE, run_cli
@@ -216,3 +227,44 @@ def test_invalid_configuration_exits_2_with_one_line(
 def test_missing_explicit_config_exits_2(project: Path, broken_draft: Path) -> None:
     code, _, err = run_cli("check", str(broken_draft), "--config", str(project / "nope.toml"))
     assert code == 2 and "does not exist" in err
+
+
+# --- any table: a configuration or one line, never a traceback ------------------------------------
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20))
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+_KEYS = st.sampled_from(["select", "ignore", "severity", "per-deployment-ignores", "fail-on", "baseline", "other"])
+_RULE_LIKE = st.sampled_from([*RULE_IDS, "ALL", "VOCAB", "LINT-", "NOPE", "vocab"])
+_TABLES = st.dictionaries(
+    _KEYS,
+    st.one_of(
+        _VALUES,
+        st.lists(_RULE_LIKE, max_size=3),
+        st.dictionaries(_RULE_LIKE, st.sampled_from(["error", "warning", "info", "fatal"]), max_size=3),
+        st.lists(
+            st.fixed_dictionaries(
+                {"deployment": st.text(max_size=10), "rules": st.lists(_RULE_LIKE, max_size=3)},
+                optional={"reason": st.text(max_size=10)},
+            ),
+            max_size=2,
+        ),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_TABLES)
+def test_any_settings_table_is_a_config_or_one_line(table: dict) -> None:
+    try:
+        config = config_from_settings(table, Path("specprobe.toml"), rule_ids=RULE_IDS)
+    except SpecprobeError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert isinstance(config, Config)
+    # A configuration that loads applies to any report without error.
+    apply(report_of(finding("VOCAB-D2T-RANGE", Severity.ERROR, "k8s/x")), config)
