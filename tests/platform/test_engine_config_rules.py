@@ -9,6 +9,7 @@ import pytest
 from mla_fixtures import mla_target
 from typer.testing import CliRunner
 
+from specprobe.checkpoint.builder import build_target
 from specprobe.cli import app
 
 
@@ -64,3 +65,23 @@ def test_nothing_claimed_outside_the_versions_read(models, tmp_path, version):
 
 def test_llama_target_has_none(models):
     assert engine_config(check(models["draft32"], models["target32"])) == {}
+
+
+@pytest.mark.parametrize(
+    ("extra", "version", "fires"),
+    [
+        ({"use_sliding_window": True, "sliding_window": 256, "max_window_layers": 4}, "0.33.0", True),
+        ({"use_sliding_window": True, "sliding_window": 256, "max_window_layers": 8}, "0.33.0", False),
+        ({"use_sliding_window": False, "sliding_window": 256, "max_window_layers": 4}, "0.33.0", False),
+        ({"layer_types": ["full_attention"] * 4 + ["sliding_attention"] * 4}, "0.32.0", True),
+        ({"use_sliding_window": True, "sliding_window": 256, "max_window_layers": 4}, "0.28.0", False),
+    ],
+)
+def test_qwen_partial_sliding_window(models, tmp_path, extra, version, fires):
+    target = build_target(
+        tmp_path / "qwen", hidden_size=128, model_type="qwen2", architecture="Qwen2ForCausalLM", extra=extra
+    )
+    found = engine_config(check(models["draft32"], target, version))
+    assert ("ENGINE-CONFIG-PARTIAL-SLIDING-WINDOW" in found) is fires
+    if fires:
+        assert "4 of its 8 layers" in found["ENGINE-CONFIG-PARTIAL-SLIDING-WINDOW"]["message"]

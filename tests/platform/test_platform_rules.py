@@ -145,3 +145,11 @@ def test_matrix_feature_cpu(models):
     assert code == 1
     ids = [entry["id"] for entry in report["entries"]]
     assert "vllm-cpu-eagle3-llama-draft-mla-target" in ids
+
+
+def test_mla_disabled_by_the_command_is_not_refused(models):
+    _, report = run(
+        "lint", "--engine", "vllm==0.33.0", "--device", "cpu", "--",
+        "VLLM_MLA_DISABLE=1", *eagle3_command(models, "mla_target", "llama_draft_for_mla"),
+    )
+    assert not any("vllm-cpu-eagle3" in (f["location"] or "") for f in report["findings"])
