@@ -21,23 +21,48 @@ def subject_label(report: Report) -> str:
     return f"{report.command} " + ", ".join(values) if values else report.command
 
 
+def _listed(report: Report) -> list[tuple[str, str | None]]:
+    """(name, file) of the deployments the report lists in ``extra['deployments']``."""
+    listed = report.extra.get("deployments")
+    found: list[tuple[str, str | None]] = []
+    if isinstance(listed, list):
+        for item in listed:
+            name = item.get("name") if isinstance(item, Mapping) else item
+            file = item.get("file") if isinstance(item, Mapping) else None
+            if isinstance(name, str):
+                found.append((name, file if isinstance(file, str) else None))
+    return found
+
+
+def _label(name: str, file: str | None, shared: set[str]) -> str:
+    # Two files can hold a deployment of the same name (compose/service/vllm): their file tells them apart.
+    return f"{name} ({relative_path(file)})" if name in shared and file is not None else name
+
+
+def _shared_names(listed: list[tuple[str, str | None]]) -> set[str]:
+    files: dict[str, set[str | None]] = {}
+    for name, file in listed:
+        files.setdefault(name, set()).add(file)
+    return {name for name, in_files in files.items() if len(in_files) > 1}
+
+
 def section_names(report: Report) -> list[str]:
     """One section per deployment, in the order the report lists them, then as findings name them.
 
     A report of one subject (check, lint) has a single section named after its subject. A gate
-    report may list its deployments in ``extra['deployments']`` (names, or objects with ``name``) so
-    that a deployment without findings still gets its (passing) section.
+    report may list its deployments in ``extra['deployments']`` (names, or objects with ``name`` and
+    ``file``) so that a deployment without findings still gets its (passing) section.
     """
+    listed = _listed(report)
+    shared = _shared_names(listed)
     names: list[str] = []
-    listed = report.extra.get("deployments")
-    if isinstance(listed, list):
-        for item in listed:
-            name = item.get("name") if isinstance(item, Mapping) else item
-            if isinstance(name, str) and name not in names:
-                names.append(name)
+    for name, file in listed:
+        label = _label(name, file, shared)
+        if label not in names:
+            names.append(label)
     for finding in report.findings:
-        if finding.deployment is not None and finding.deployment not in names:
-            names.append(finding.deployment)
+        if finding.deployment is not None and section_of(finding, report) not in names:
+            names.append(section_of(finding, report))
     if not names or any(f.deployment is None for f in report.findings):
         # Findings about the whole run (or a report of one subject) go in a section of their own.
         names.append(subject_label(report))
@@ -45,7 +70,15 @@ def section_names(report: Report) -> list[str]:
 
 
 def section_of(finding: Finding, report: Report) -> str:
-    return finding.deployment if finding.deployment is not None else subject_label(report)
+    if finding.deployment is None:
+        return subject_label(report)
+    listed = _listed(report)
+    shared = _shared_names(listed)
+    if finding.deployment in shared:
+        files = {file for name, file in listed if name == finding.deployment}
+        if finding.file in files:
+            return _label(finding.deployment, finding.file, shared)
+    return finding.deployment
 
 
 def artifact_path(finding: Finding, report: Report) -> str | None:

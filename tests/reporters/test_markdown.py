@@ -33,3 +33,32 @@ def test_suppressed_findings_are_counted() -> None:
     text = MarkdownReporter(rules=RULES).render(report)
     assert "3 suppressed (baseline 1, config 2)" in text
     assert "No findings." in text
+
+
+def test_same_deployment_name_in_two_files_gets_two_sections(tmp_path, monkeypatch) -> None:
+    from specprobe.findings import Finding, Severity
+    from specprobe.reporters.junit import JunitReporter
+
+    monkeypatch.chdir(tmp_path)
+    report = Report(
+        command="gate",
+        extra={"deployments": [{"name": "compose/service/vllm", "file": f} for f in ("bad/c.yaml", "good/c.yaml")]},
+    )
+    report.add(
+        Finding(
+            rule="VOCAB-D2T-RANGE",
+            severity=Severity.ERROR,
+            message="m",
+            file="bad/c.yaml",
+            line=5,
+            deployment="compose/service/vllm",
+        )
+    )
+    text = MarkdownReporter(rules=RULES).render(report)
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    assert headings == [
+        "### compose/service/vllm (bad/c.yaml): FAIL (1 failing)",
+        "### compose/service/vllm (good/c.yaml): PASS",
+    ]
+    junit = JunitReporter(rules=RULES).render(report)
+    assert 'name="compose/service/vllm (good/c.yaml)" tests="1" failures="0"' in junit
