@@ -90,11 +90,14 @@ def artifact_path(finding: Finding, report: Report) -> str | None:
         value: Any = report.subject.get(key)
         if not (isinstance(value, str) and value and Path(value).exists()):
             continue
-        # "model.safetensors:d2t" names a file inside the examined folder: point at that file.
+        # "model.safetensors:d2t" (check) or "demo/draft/model.safetensors:d2t" (lint) names a file in
+        # the examined folder: point at that file rather than the folder.
         head = (finding.location or "").split(":", 1)[0]
-        inner = Path(value) / head
-        if head and Path(value).is_dir() and inner.is_file():
-            return terminal(relative_path(str(inner)))
+        folder = Path(value)
+        if head and folder.is_dir():
+            for inner in (folder / head, Path(head)):
+                if inner.is_file() and folder.resolve() in inner.resolve().parents:
+                    return terminal(relative_path(str(inner)))
         return terminal(relative_path(value))
     return None
 

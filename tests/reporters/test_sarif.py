@@ -147,3 +147,26 @@ def test_check_cli_writes_valid_sarif_pointing_into_the_drafter(built_case) -> N
     assert uri == "d2t-absolute/draft/model.safetensors"
     # The real catalogue supplies the help of every rule that fired.
     assert all("help" in rule for rule in log["runs"][0]["tool"]["driver"]["rules"])
+
+
+def test_lint_cli_points_drafter_findings_at_the_drafter_files(built_case) -> None:
+    draft, _ = built_case("d2t-absolute")
+    spec = json.dumps({"method": "eagle3", "model": str(draft.relative_to(Path.cwd())), "num_speculative_tokens": 3})
+    code, out, _ = run_cli(
+        "lint",
+        "--engine",
+        "vllm==0.33.0",
+        "-f",
+        "sarif",
+        "--",
+        "vllm",
+        "serve",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--speculative-config",
+        spec,
+    )
+    assert code == 1
+    log = json.loads(out)
+    validate(log)
+    d2t = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "VOCAB-D2T-RANGE")
+    assert d2t["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "d2t-absolute/draft/model.safetensors"
