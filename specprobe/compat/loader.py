@@ -71,6 +71,7 @@ def entry_from_dict(data: dict[str, Any], source: str | None = None) -> Entry:
             acceptance_rate=acceptance_data.get("acceptance_rate"),
             mean_acceptance_length=acceptance_data.get("mean_acceptance_length"),
             note=acceptance_data.get("note"),
+            source=acceptance_data.get("source"),
         )
     return Entry(
         id=str(data["id"]),

@@ -67,6 +67,7 @@ class Acceptance:
     acceptance_rate: float | None = None
     mean_acceptance_length: float | None = None
     note: str | None = None
+    source: str | None = None  # the evidence item that shows these figures
 
     def describe(self) -> str:
         parts = []
@@ -85,6 +86,8 @@ class Acceptance:
             data["mean_acceptance_length"] = self.mean_acceptance_length
         if self.note:
             data["note"] = self.note
+        if self.source:
+            data["source"] = self.source
         return data
 
 

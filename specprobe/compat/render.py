@@ -94,7 +94,7 @@ def _md(text: str) -> str:
 def _evidence_links(entry: Entry) -> str:
     links = []
     for i, item in enumerate(entry.evidence, start=1):
-        links.append(f"[{i}]({item})" if item.startswith("https://") else f"`{item}`")
+        links.append(f"[{i}]({item})" if item.startswith(("https://", "docs/")) else f"`{item}`")
     return " ".join(links)
 
 

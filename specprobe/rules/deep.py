@@ -41,7 +41,7 @@ NONFINITE = rule(
     FAMILY,
     Severity.ERROR,
     "a weight tensor holds NaN or Inf values",
-    "https://github.com/SafeAILab/EAGLE/blob/main/eagle/model/cnets.py",
+    "https://github.com/SafeAILab/EAGLE/blob/bfeb532e689a3db4e1a9081c7c83219c9385e84a/eagle/model/cnets.py",
 )
 ALL_ZERO = rule(
     "DEEP-ALL-ZERO",

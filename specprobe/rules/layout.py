@@ -307,10 +307,11 @@ def _vllm_architecture(ctx: CheckContext, method: str) -> str | None:
     arch = ctx.draft_architecture
     if arch is None:
         return None
-    prefix = "Eagle3" if method == "eagle3" else "Eagle"
-    if arch.startswith(prefix) or arch.endswith(prefix):
-        return arch
-    return prefix + arch
+    # transformers_utils/configs/eagle.py: eagle keeps names starting with Eagle; eagle3 keeps names
+    # starting or ending with Eagle3; everything else gets the prefix.
+    if method == "eagle3":
+        return arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else "Eagle3" + arch
+    return arch if arch.startswith("Eagle") else "Eagle" + arch
 
 
 def _sglang_eagle3_classes(version: str) -> set[str]:

@@ -49,7 +49,7 @@ def test_field_report_pairings_are_present():
     vllm = by_id["vllm-eagle3-llama-draft-mla-target"]
     assert (vllm.status, vllm.severity) == (Status.DEGRADED, Severity.ERROR)
     assert vllm.acceptance is not None and vllm.acceptance.acceptance_rate == pytest.approx(0.15)
-    assert "FIELD_NOTES.md#the-field-report-that-started-it" in vllm.evidence
+    assert "docs/evidence/field-report-kimi-k25.md" in vllm.evidence
     assert by_id["sglang-eagle3-mla-target"].status is Status.WORKS
 
 
