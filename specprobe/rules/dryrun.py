@@ -56,7 +56,7 @@ DRY_RUN_NOT_LOCAL = rule(
     Severity.INFO,
     "A model the command names is a hub id that is not in the local Hugging Face cache; the dry run never "
     "downloads, so it did not run.",
-    "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables#hfhuboffline",
+    "https://huggingface.co/docs/huggingface_hub/v0.35.0/en/package_reference/environment_variables#hfhuboffline",
     why='The dry run sets HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1 and never downloads.',
     fix='Download the model into the local Hugging Face cache first, or point the command at a local folder.',
 )
