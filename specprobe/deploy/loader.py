@@ -1,6 +1,7 @@
 """Reading a deployment file of any supported form: the form is told by the extension and the content.
 
-``.sh``/``.bash`` (or a ``#!`` line): a shell script. ``.toml``: specprobe's manifest. YAML/JSON:
+``Dockerfile``/``Containerfile``: its final stage. ``.sh``/``.bash`` (or a ``#!`` line): a shell
+script. ``.toml``: specprobe's manifest. YAML/JSON:
 Kubernetes (``apiVersion`` + ``kind``), docker-compose (``services``), specprobe's manifest
 (``deployments``), else vLLM's ``--config`` file (flag-named keys such as ``model``). A folder is
 searched for such files. A file that cannot be read, or is none of these forms, is a SpecprobeError
@@ -98,7 +99,11 @@ def _load_file(path: Path, shown: str) -> tuple[list[Deployment], list[Finding]]
     text = _read(path, shown)
     base_dir = path.parent
     suffix = path.suffix.lower()
-    if suffix in _SHELL_SUFFIXES or text.startswith("#!"):
+    from specprobe.deploy.dockerfile import is_dockerfile, parse_dockerfile
+
+    if is_dockerfile(path):
+        found = parse_dockerfile(text, shown, base_dir)
+    elif suffix in _SHELL_SUFFIXES or text.startswith("#!"):
         found = _shell(text, shown, base_dir)
     elif suffix == ".toml":
         found = _toml(text, shown, base_dir)
@@ -127,13 +132,15 @@ def load_deployments(path: str) -> tuple[list[Deployment], list[Finding]]:
         return _load_file(given, path)
     if not given.is_dir():
         raise SpecprobeError(f"{path} is not a file")
+    from specprobe.deploy.dockerfile import is_dockerfile
+
     deployments: list[Deployment] = []
     findings: list[Finding] = []
     files = sorted(
         p
         for p in given.rglob("*")
         if p.is_file()
-        and p.suffix.lower() in _SUFFIXES
+        and (p.suffix.lower() in _SUFFIXES or is_dockerfile(p))
         and not any(part.startswith(".") for part in p.relative_to(given).parts)
     )[:MAX_FILES]
     for file in files:

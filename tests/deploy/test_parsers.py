@@ -503,3 +503,32 @@ def test_hub_ids_resolve_from_the_local_cache(tmp_path, demo, monkeypatch):
     rules = {f.rule for f in report.findings}
     assert {"VOCAB-D2T-RANGE", "TARGET-AUX-LAYER-RANGE"} <= rules
     assert "DEPLOY-NOT-EXAMINED" not in rules
+
+
+DOCKERFILE = textwrap.dedent(
+    """\
+    FROM python:3.12 AS build
+    RUN pip wheel .
+
+    FROM vllm/vllm-openai:v0.16.0
+    ENV DRAFT=/models/draft
+    # the image's entrypoint is `vllm serve`; CMD gives its arguments
+    CMD ["/models/target", \\
+         "--speculative-config", "{\\"method\\": \\"eagle3\\", \\"model\\": \\"/models/draft\\"}"]
+    """
+)
+
+
+def test_dockerfile_final_stage(tmp_path):
+    (deployment,), findings = load_deployments(_write(tmp_path, "Dockerfile", DOCKERFILE))
+    assert deployment.argv[:3] == ["vllm", "serve", "/models/target"]
+    assert deployment.image == "vllm/vllm-openai:v0.16.0" and deployment.method == "eagle3"
+    assert deployment.source.line_of("draft") == line_of(DOCKERFILE, "CMD [")
+    assert deployment.source.line_of("image") == line_of(DOCKERFILE, "FROM vllm")
+    shell_form = (
+        "FROM lmsysorg/sglang:v0.5.23\n"
+        "CMD python3 -m sglang.launch_server --model-path m --speculative-algorithm NGRAM\n"
+    )
+    (sglang,), _ = load_deployments(_write(tmp_path, "Containerfile", shell_form))
+    assert sglang.method == "ngram" and sglang.source.line == 2
+    assert findings == []

@@ -67,7 +67,7 @@ def test_argv_never_crashes(argv):
 
 
 @FAST
-@given(st.text(max_size=400), st.sampled_from(["a.yaml", "b.sh", "c.toml", "d.json", "e.txt"]))
+@given(st.text(max_size=400), st.sampled_from(["a.yaml", "b.sh", "c.toml", "d.json", "e.txt", "Dockerfile"]))
 def test_any_text_in_any_form(text, name):
     load_text(text, name)
 

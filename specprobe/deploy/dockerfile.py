@@ -1,0 +1,130 @@
+"""A Dockerfile (or Containerfile) whose final stage launches an engine: ``FROM`` gives the image (its
+tag the engine version, its entrypoint what runs), ``ENTRYPOINT``/``CMD`` in exec (JSON) or shell
+form give the command, ``ENV`` the variables a shell form sees.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+from specprobe.deploy.engines import image_entrypoint
+from specprobe.deploy.launch import Search, find_launches, through_entrypoint, to_deployments
+from specprobe.deploy.model import Deployment
+from specprobe.findings import Finding
+from specprobe.rules import deploy as rules
+
+_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$", re.DOTALL)
+_NAMES = ("dockerfile", "containerfile")
+
+
+def is_dockerfile(path: Path) -> bool:
+    name = path.name.lower()
+    return name in _NAMES or name.startswith(("dockerfile.", "containerfile.")) or name.endswith(".dockerfile")
+
+
+def _instructions(text: str) -> list[tuple[str, str, int]]:
+    """(INSTRUCTION, arguments, first line) with continuation lines joined and comments dropped."""
+    found: list[tuple[str, str, int]] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            continue
+        if pending and stripped.startswith("#"):
+            continue  # a comment inside a continued instruction is dropped, as Docker does
+        if not pending:
+            start = number
+        if stripped.endswith("\\"):
+            pending.append(stripped[:-1])
+            continue
+        pending.append(stripped)
+        match = _INSTRUCTION.match(" ".join(pending))
+        pending = []
+        if match:
+            found.append((match.group(1).upper(), match.group(2).strip(), start))
+    return found
+
+
+def _command(arguments: str) -> list[str] | None:
+    """An ENTRYPOINT/CMD value: the exec form's list, or the shell form run by /bin/sh -c."""
+    if arguments.startswith("["):
+        try:
+            value = json.loads(arguments)
+        except json.JSONDecodeError:
+            return None
+        return [str(v) for v in value] if isinstance(value, list) else None
+    return ["/bin/sh", "-c", arguments]
+
+
+def _env(arguments: str, env: dict[str, str]) -> None:
+    try:
+        words = shlex.split(arguments)
+    except ValueError:
+        return
+    if words and all("=" in w for w in words):
+        env.update(w.split("=", 1) for w in words)  # type: ignore[misc]
+    elif len(words) >= 2:
+        env[words[0]] = " ".join(words[1:])
+
+
+def parse_dockerfile(text: str, file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
+    """The final stage's launch as a deployment; a malformed ENTRYPOINT/CMD is a finding at its line."""
+    image: str | None = None
+    image_line: int | None = None
+    entrypoint: list[str] | None = None
+    cmd: list[str] | None = None
+    lines: dict[str, int] = {}
+    env: dict[str, str] = {}
+    problems: list[Finding] = []
+    for instruction, arguments, line in _instructions(text):
+        if instruction == "FROM":
+            words = [w for w in arguments.split() if not w.startswith("--")]
+            image, image_line, entrypoint, cmd, env = (words[0] if words else None), line, None, None, {}
+        elif instruction == "ENV":
+            _env(arguments, env)
+        elif instruction in ("ENTRYPOINT", "CMD"):
+            value = _command(arguments)
+            if value is None:
+                bad = rules.VALUE.finding(
+                    f"{instruction} is neither a JSON list nor a shell command", location=instruction
+                )
+                bad.file, bad.line = file, line
+                problems.append(bad)
+                continue
+            lines[instruction] = line
+            if instruction == "ENTRYPOINT":
+                entrypoint, cmd = value, None  # a stage's ENTRYPOINT drops the CMD it inherited
+            else:
+                cmd = value
+    search = Search(findings=problems)
+    if entrypoint is not None:
+        words = entrypoint + (cmd or [])
+        entrypoint_lines: list[int | None] = [lines["ENTRYPOINT"]] * len(entrypoint)
+        word_lines = entrypoint_lines + [lines.get("CMD")] * len(cmd or [])
+    elif cmd is not None:
+        words, word_lines = list(cmd), [lines["CMD"]] * len(cmd)
+        if image_entrypoint(image) is not None:
+            words, word_lines, doubled = through_entrypoint(image, words, word_lines, image_line)
+            search.findings.extend(doubled)
+    else:
+        words, word_lines = [], []
+    if words:
+        found = find_launches(words, word_lines, image=image, variables=env)
+        search.launches.extend(found.launches)
+        search.findings.extend(found.findings)
+    deployments, leftover = to_deployments(
+        search,
+        name=f"dockerfile/{Path(file).name}",
+        file=file,
+        base_dir=base_dir,
+        line=lines.get("ENTRYPOINT") or lines.get("CMD") or image_line,
+        image=image,
+        image_line=image_line,
+    )
+    for finding in leftover:
+        finding.file = file
+    return deployments, leftover
