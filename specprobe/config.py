@@ -86,19 +86,30 @@ def find_config(inputs: Iterable[Path] = (), cwd: Path | None = None) -> Path | 
     that has one, else above the working directory."""
     starts: list[Path] = []
     for each in inputs:
-        if each.exists():
-            resolved = each.resolve()
+        try:
+            resolved = each.resolve() if each.exists() else None
+        except (OSError, RuntimeError, ValueError):  # too long, a symlink loop, a NUL byte: nothing found
+            resolved = None
+        if resolved is not None:
             starts.append(resolved if resolved.is_dir() else resolved.parent)
     starts.append((cwd or Path.cwd()).resolve())
     for start in starts:
         for directory in (start, *start.parents):
             candidate = directory / SPECPROBE_TOML
-            if candidate.is_file():
+            if _is_file(candidate):
                 return candidate
             candidate = directory / PYPROJECT_TOML
-            if candidate.is_file() and _settings_table(candidate) is not None:
+            if _is_file(candidate) and _settings_table(candidate) is not None:
                 return candidate
     return None
+
+
+def _is_file(path: Path) -> bool:
+    # A folder above the inputs that this user may not search is not a configuration, not a crash.
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _where(path: Path, error_path: Sequence[Any]) -> str:

@@ -146,7 +146,7 @@ def configured(
             # Info findings stay visible: a baseline accepts what would fail, not the run's context.
             accepted = [f for f in report.findings if f.severity is not Severity.INFO]
             baselines.write_baseline(baseline_path, accepted)
-            typer.echo(f"specprobe: wrote baseline {baseline_path} ({len(accepted)} finding(s))", err=True)
+            typer.echo(f"specprobe: wrote baseline {terminal(baseline_path)} ({len(accepted)} finding(s))", err=True)
         report = baselines.apply_baseline(report, baselines.read_baseline(baseline_path))
     return report, settings.fail_on
 

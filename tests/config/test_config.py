@@ -268,3 +268,9 @@ def test_any_settings_table_is_a_config_or_one_line(table: dict) -> None:
     assert isinstance(config, Config)
     # A configuration that loads applies to any report without error.
     apply(report_of(finding("VOCAB-D2T-RANGE", Severity.ERROR, "k8s/x")), config)
+
+
+def test_hostile_input_names_find_the_working_directory_configuration(tmp_path: Path) -> None:
+    (tmp_path / "specprobe.toml").write_text('fail-on = "warning"\n', encoding="utf-8")
+    hostile = [Path("a\0b"), Path("x" * 5000), Path("/definitely/not/here")]
+    assert find_config(hostile, cwd=tmp_path) == tmp_path / "specprobe.toml"
