@@ -278,6 +278,20 @@ def _sglang_draft_path(
     targets that carry their own MTP layers, and loads the target as its own draft (and crashes) for
     the others."""
     fills = self_drafting_architectures("sglang", version)
+    if algorithm.upper() == "EAGLE3":
+        # Filled or not, the draft is never an EAGLE-3 head: a target's own MTP layers are an EAGLE
+        # (NextN) head, any other target is loaded as its own draft.
+        result.findings.append(
+            rules.SGLANG_DRAFT_PATH.finding(
+                f"--speculative-algorithm {algorithm} without --speculative-draft-model-path: sglang {version} "
+                "loads the target's own path as the draft, which is no EAGLE-3 drafter (at best the target's MTP "
+                "layers, an EAGLE/NextN head)",
+                hint="Point --speculative-draft-model-path at the EAGLE-3 drafter, or use --speculative-algorithm "
+                "EAGLE for the target's own MTP layers.",
+                evidence=(fills.evidence,) if fills else (),
+            )
+        )
+        return
     if fills is None:
         result.findings.append(
             rules.SGLANG_DRAFT_PATH.finding(
@@ -354,10 +368,12 @@ def _lint_sglang(
     topk = _int_flag(command, "--speculative-eagle-topk", result)
     tokens = _int_flag(command, "--speculative-num-draft-tokens", result)
     triple = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
-    filled = auto_resolved_flags("sglang", version, algorithm)
-    given = [f for f in triple if command.has(f)]
+    # The EAGLE family chooses all three itself only when none is given (and asserts so); other
+    # algorithms (NGRAM) derive the missing ones themselves: topk from the BFS breadth, 12 draft tokens.
+    eagle_family = algorithm.upper() in ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+    filled = () if eagle_family else auto_resolved_flags("sglang", version, algorithm)
+    given = [f for f in triple if command.has(f) and f not in filled]
     if filled:
-        # NGRAM: SGLang derives the missing ones itself (topk from the BFS breadth, 12 draft tokens).
         given = []
     if given and len(given) != len(triple):
         missing = [f for f in triple if f not in given]

@@ -716,6 +716,11 @@ def lookup(engine: str, version: str, field_name: str, facts: Sequence[RangedFac
     from_snapshot = snapshot_field(engine, version, field_name)
     if from_snapshot is not None:
         return Answer(from_snapshot, f"specprobe/data/schemas/{engine}/{version}.json")
+    return covering(engine, version, facts)
+
+
+def covering(engine: str, version: str, facts: Sequence[RangedFact]) -> Answer | None:
+    """The ranged fact covering ``engine==version``, ignoring snapshots."""
     parsed = _parse(version)
     if parsed is None:
         return None
@@ -730,10 +735,12 @@ def fc_inputs(engine: str, version: str) -> Answer | None:
 
 
 def layer_prefixes(engine: str, version: str) -> Answer | None:
+    """The decoder-layer key prefixes (``layers.0``, ``midlayer``; no trailing dot) the loader accepts."""
     answer = lookup(engine, version, "eagle3_layer_prefixes", LAYER_PREFIXES)
-    if answer is not None and isinstance(answer.value, list):
-        return Answer(tuple(answer.value), answer.evidence)
-    return answer
+    if answer is None:
+        return None
+    values = answer.value if isinstance(answer.value, list | tuple) else [answer.value]
+    return Answer(tuple(str(v).rstrip(".") for v in values), answer.evidence)
 
 
 def tied_head(engine: str, version: str) -> Answer | None:
@@ -745,9 +752,17 @@ def draft_positions(engine: str, version: str) -> Answer | None:
 
 
 def self_drafting_architectures(engine: str, version: str) -> Answer | None:
+    """SGLang targets whose missing draft path is filled with their own. A snapshot lists what the
+    resolution code fills explicitly; the facts add the target classes model_config.py turns into
+    their MTP draft class (the draft falls back to the target's path), so both are joined."""
     if engine != "sglang":
         return None
-    return lookup(engine, version, "self_drafting_architectures", SELF_DRAFTING)
+    fact = covering(engine, version, SELF_DRAFTING)
+    listed = snapshot_field(engine, version, "self_drafting_architectures")
+    if listed is None:
+        return fact
+    joined = tuple(sorted({*(str(a) for a in listed), *(fact.value if fact else ())}))
+    return Answer(joined, fact.evidence if fact else f"specprobe/data/schemas/{engine}/{version}.json")
 
 
 def auto_resolved_flags(engine: str, version: str, algorithm: str) -> tuple[str, ...]:

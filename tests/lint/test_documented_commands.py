@@ -208,3 +208,12 @@ def test_a_lint_rule_that_raises_is_an_internal_error_and_exit_2(monkeypatch: py
 
     assert result.exit_code == 2, result.output
     assert '"INTERNAL-ERROR"' in result.stdout
+
+
+def test_eagle3_without_a_draft_path_is_an_error_even_for_an_mtp_target(tmp_path: Path) -> None:
+    target = _target(tmp_path / "dsv3", "DeepseekV3ForCausalLM")
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", str(target), "--speculative-algorithm", "EAGLE3"]
+
+    report = lint_command(argv, engine="sglang==0.5.23")
+
+    assert [f.severity for f in report.findings if f.rule == "LINT-SGLANG-DRAFT-PATH"] == ["error"]
