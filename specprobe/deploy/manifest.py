@@ -19,6 +19,7 @@ from typing import Any
 from specprobe.deploy.launch import find_launches, shown_command
 from specprobe.deploy.model import Deployment, VersionSource, deployment_from_argv
 from specprobe.deploy.shell import ShellSyntaxError, split_commands
+from specprobe.deploy.vllm_config import json_text
 from specprobe.deploy.yamlsource import LineDict, LineList
 from specprobe.engine_spec import parse_engine_spec
 from specprobe.findings import Finding, SpecprobeError
@@ -154,7 +155,7 @@ def _built_argv(entry: dict[str, Any], engine: str) -> list[str]:
             argv += [flag] if value is True else [flag, str(value)]
         return argv
     config = {**({"method": method} if method else {}), **({"model": draft} if draft else {}), **settings}
-    return ["vllm", "serve", target, *(["--speculative-config", json.dumps(config)] if config else [])]
+    return ["vllm", "serve", target, *(["--speculative-config", json_text(config)] if config else [])]
 
 
 def _launch_search(entry: dict[str, Any], line: int) -> tuple[list[str], list[int | None]] | Finding:

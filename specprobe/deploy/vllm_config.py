@@ -26,6 +26,21 @@ def is_vllm_config(documents: list[Any]) -> bool:
     return isinstance(first, dict) and any(key in first for key in _MARKERS)
 
 
+def _jsonable(value: Any) -> Any:
+    """YAML values as JSON can carry them: mapping keys and scalars JSON lacks (dates) become text."""
+    if isinstance(value, dict):
+        plain = (str, int, float, bool)
+        return {k if k is None or isinstance(k, plain) else str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def json_text(value: Any) -> str:
+    """``value`` as the JSON text vLLM would receive for a mapping in its config file."""
+    return json.dumps(_jsonable(value), default=str)
+
+
 def config_arguments(config: LineDict) -> tuple[list[str], list[int | None]]:
     """The arguments vLLM makes of the file, with the line of each."""
     words: list[str] = []
@@ -48,7 +63,7 @@ def config_arguments(config: LineDict) -> tuple[list[str], list[int | None]]:
             continue
         words.append(flag)
         lines.append(line)
-        words.append(json.dumps(value) if isinstance(value, dict) else str(value))
+        words.append(json_text(value) if isinstance(value, dict) else str(value))
         lines.append(line)
     return words, lines
 

@@ -111,8 +111,9 @@ def test_compose_structures(command, entrypoint, image, env):
 
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8), st.dates()),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.one_of(st.text(max_size=6), st.dates(), st.integers()), children, max_size=3),
     max_leaves=8,
 )
 
