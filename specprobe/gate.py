@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ from specprobe.untrusted import is_dir, is_file
 
 __all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model", "smoke_deployment"]
 
+# check's findings per (drafter folder, target, engine, method, device), for one gate run.
+_CHECKS: dict[tuple[str, str | None, str | None, str | None, str | None], list[Finding]] = {}
 _UNEXPANDED = re.compile(r"\$\(?\{?[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -108,18 +110,23 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
     assert draft.folder is not None
     engine = str(deployment.engine) if deployment.engine is not None else None
     target_spec = str(target.folder) if target is not None and target.folder is not None else None
-    report = run_check(
-        draft.folder,
-        target=target_spec,
-        engine=engine,
-        method=deployment.method,
-        families=_check_families(),
-        device=deployment.device,
-    )
+    # Replicas of one deployment (a fleet's files) name the same drafter: check it once per setting.
+    key = (str(draft.folder.resolve()), target_spec, engine, deployment.method, deployment.device)
+    cached = _CHECKS.get(key)
+    if cached is None:
+        report = run_check(
+            draft.folder,
+            target=target_spec,
+            engine=engine,
+            method=deployment.method,
+            families=_check_families(),
+            device=deployment.device,
+        )
+        cached = _CHECKS[key] = list(report.findings)
     findings = []
-    for finding in report.findings:
-        where = f"{draft.spec}/{finding.location}" if finding.location else draft.spec
-        finding.location = where
+    for original in cached:
+        finding = replace(original, evidence=list(original.evidence))
+        finding.location = f"{draft.spec}/{finding.location}" if finding.location else draft.spec
         findings.append(deployment.locate(finding, "draft", "speculative", "command"))
     return findings
 
@@ -212,6 +219,7 @@ def gate_deployments(
     """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine."""
     report = Report(command=command)
     report.extend(extra_findings)
+    _CHECKS.clear()  # a folder may change between runs in one process (tests, a long-lived caller)
     for deployment in deployments:
         if deployment.command is not None:
             resolve_engine_version(deployment, engine)
