@@ -327,7 +327,7 @@ def _unresolved(engine: str, version: str, declared: str, resolved: str, why: st
     """("error", why) when ``declared`` is a target class the engine version registers, else ("warning", why)."""
     known = known_model_classes(engine, version)
     if known is not None and (declared in known.value or resolved in known.value):
-        return "error", f"{why}; {declared} is a target model class of {engine}=={version}, not an EAGLE-3 drafter"
+        return "error", f"{why}; {declared} is a model class {engine}=={version} registers, and not an EAGLE-3 drafter"
     return "warning", f"{why}; {engine}=={version} does not know {declared} (a plugin or remote code would have to)"
 
 
