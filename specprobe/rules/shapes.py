@@ -6,6 +6,8 @@ Layer 0 of an EAGLE-3 drafter attends over [embeds; hidden] so its q/k/v (or MLA
 
 from __future__ import annotations
 
+import collections
+import reprlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -106,18 +108,32 @@ def aux_layer_sources(draft: dict[str, object]) -> list[tuple[str, object]]:
     return found
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxstring, _SHORT.maxother = 2, 4, 40, 40
+
+
+def int_text(value: int) -> str:
+    """An integer from config.json as text; one too long to print (Python refuses past 4300 digits) is
+    described instead."""
+    return str(value) if value.bit_length() <= 64 else f"<a {value.bit_length()}-bit integer>"
+
+
 def aux_ids_problem(value: object) -> str | None:
-    """Why ``value`` is not a usable list of aux layer ids, naming the offending element; None if it is."""
+    """Why ``value`` is not a usable list of aux layer ids, naming the offending element; None if it is.
+
+    reprlib keeps the quoted value short and shallow whatever config.json holds."""
     if not isinstance(value, list):
-        return f"is {type(value).__name__} {value!r:.80}, not a list of layer ids"
+        shown = int_text(value) if isinstance(value, int) and not isinstance(value, bool) else _SHORT.repr(value)
+        return f"is {type(value).__name__} {shown}, not a list of layer ids"
     for item in value:
         if isinstance(item, bool) or not isinstance(item, int):
-            return f"holds {item!r:.40} ({type(item).__name__}), not an integer layer id"
+            shown = _SHORT.repr(item) if not isinstance(item, int) else str(item)
+            return f"holds {shown} ({type(item).__name__}), not an integer layer id"
         if item < 0:
-            return f"holds the negative id {item}"
-    duplicates = sorted({i for i in value if value.count(i) > 1}) if len(value) < 10_000 else []
+            return f"holds the negative id {int_text(item)}"
+    duplicates = sorted(i for i, n in collections.Counter(value).items() if n > 1)
     if duplicates:
-        return f"repeats {duplicates}"
+        return f"repeats {', '.join(int_text(i) for i in duplicates[:4])}"
     return None
 
 
@@ -260,8 +276,8 @@ def _heads(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
         return
     kv_heads = _int(ctx.draft.get("num_key_value_heads")) or heads
     head_dim = _int(ctx.draft.get("head_dim")) or (hidden // heads if hidden % heads == 0 else None)
-    if head_dim is None:
-        return
+    if head_dim is None or max(heads, kv_heads, head_dim).bit_length() > 32:
+        return  # LAYOUT-CONFIG-FIELD territory: no engine builds attention of that size
     declared = f"num_attention_heads={heads}, num_key_value_heads={kv_heads}, head_dim={head_dim}"
     for layer in ctx.layout.layer_ids:
         p = f"layers.{layer}.self_attn"

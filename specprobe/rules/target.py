@@ -20,7 +20,7 @@ from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import AttentionKind, classify_attention
 from specprobe.rules import rule
 from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema, _version
-from specprobe.rules.shapes import aux_layer_ids, aux_layer_sources
+from specprobe.rules.shapes import aux_layer_ids, aux_layer_sources, int_text
 
 if TYPE_CHECKING:
     from specprobe.context import CheckContext
@@ -132,7 +132,8 @@ def _aux(ctx: CheckContext) -> Iterator[Finding]:
     bad = [i for i in ids if i < 0 or i >= layers]
     if bad:
         yield AUX_RANGE.finding(
-            f"aux layer ids {bad} do not exist in the {layers}-layer target (valid: 0..{layers - 1})",
+            f"aux layer ids {', '.join(int_text(i) for i in bad[:8])} do not exist in the {layers}-layer target "
+            f"(valid: 0..{layers - 1})",
             location="config.json:eagle_aux_hidden_state_layer_ids",
             hint="the drafter was trained for another target, or the ids are off by one",
         )

@@ -143,3 +143,20 @@ def test_check_rules_carry_description_severity_and_evidence() -> None:
         assert r.id.startswith(r.family.upper() + "-"), r.id
         assert r.description and "\n" not in r.description
         assert all(url.startswith("https://") for url in r.evidence) and r.evidence
+
+
+@pytest.mark.parametrize(
+    "ids",
+    ["2,16,29", [-1, 3, 5], [[1], [3], [5]], [True, 3, 5], [3, 3, 5], [1.5, 3, 5], {"a": 1}, [None, 3, 5]],
+)
+def test_malformed_aux_ids_are_named_not_reported_missing(tmp_path: Path, ids: object) -> None:
+    build_draft(tmp_path / "d", DraftSpec(), config_overrides={"eagle_aux_hidden_state_layer_ids": ids})
+    build_target(tmp_path / "t")
+
+    report = run_check(tmp_path / "d", target=str(tmp_path / "t"))
+
+    [finding] = [f for f in report.findings if f.rule == "SHAPES-AUX-IDS-INVALID"]
+    assert finding.severity == "error" and "eagle_aux_hidden_state_layer_ids" in finding.message
+    assert len(finding.message) < 300
+    assert "TARGET-AUX-IDS-MISSING" not in report.fired()
+    assert "internal_errors" not in report.extra
