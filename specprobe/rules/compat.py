@@ -183,9 +183,13 @@ def run(
     matrix = [e for e in (entries if entries is not None else load_matrix()) if e.kind not in skip_kinds]
     for pairing, note in pairings_for(ctx):
         prefix = f"{pairing.engine_label}: {note}"
-        for verdict in evaluate(matrix, pairing, snapshots):
+        verdicts = evaluate(matrix, pairing, snapshots)
+        for verdict in verdicts:
             if verdict.match is Match.APPLIES:
                 yield verdict_finding(verdict, prefix)
+        if ctx.method is not None:
+            # A method the user named (not the one inferred from the drafter) must exist in that release.
+            yield from method_unavailable_findings([pairing], verdicts, snapshots)
 
 
 def method_unavailable_findings(

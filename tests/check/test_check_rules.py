@@ -160,3 +160,20 @@ def test_malformed_aux_ids_are_named_not_reported_missing(tmp_path: Path, ids: o
     assert len(finding.message) < 300
     assert "TARGET-AUX-IDS-MISSING" not in report.fired()
     assert "internal_errors" not in report.extra
+
+
+@pytest.mark.parametrize(
+    ("method", "engine", "fires"),
+    [
+        ("dflash", "vllm==0.16.0", True),
+        ("dflash", "vllm==0.33.0", False),
+        ("bogus", "sglang", True),
+        ("eagle3", "vllm==0.16.0", False),
+    ],
+)
+def test_check_names_a_method_the_release_does_not_have(tmp_path: Path, method: str, engine: str, fires: bool) -> None:
+    build_draft(tmp_path / "d", DraftSpec())
+
+    report = run_check(tmp_path / "d", method=method, engine=engine)
+
+    assert ("COMPAT-METHOD-UNAVAILABLE" in report.fired()) is fires
