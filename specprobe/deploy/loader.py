@@ -10,6 +10,7 @@ searched for such files. A file that cannot be read, or is none of these forms, 
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 
@@ -95,8 +96,8 @@ def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
     )
 
 
-def _load_file(path: Path, shown: str) -> tuple[list[Deployment], list[Finding]]:
-    text = _read(path, shown)
+def _load_file(path: Path, shown: str, text: str | None = None) -> tuple[list[Deployment], list[Finding]]:
+    text = _read(path, shown) if text is None else text
     base_dir = path.parent
     suffix = path.suffix.lower()
     from specprobe.deploy.dockerfile import is_dockerfile, parse_dockerfile
@@ -125,6 +126,16 @@ def _load_file(path: Path, shown: str) -> tuple[list[Deployment], list[Finding]]
 def load_deployments(path: str) -> tuple[list[Deployment], list[Finding]]:
     """The deployments in ``path`` (a file, or a folder searched for deployment files) and the findings
     about its content; SpecprobeError when it cannot be read."""
+    if path == "-":
+        # `helm template . | specprobe gate -`: the form is told by the content; paths resolve from here.
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise SpecprobeError(f"<stdin>: larger than {MAX_BYTES // (1024 * 1024)} MiB, not a deployment file")
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise SpecprobeError("<stdin>: not UTF-8 text") from None
+        return _load_file(Path.cwd() / "stdin", "<stdin>", text)
     given = Path(path).expanduser()
     if not given.exists():
         raise SpecprobeError(f"{path} does not exist")

@@ -215,3 +215,12 @@ def test_smoke_says_what_it_could_not_measure(tmp_path, demo):
     assert "needs a server url" in notes["manifest/nothing"]["message"]
     assert code == 0
     assert runner.invoke(app, ["gate", str(manifest), "--smoke", "--strict"]).exit_code == 1
+
+
+def test_rendered_manifest_on_stdin(demo):
+    text = k8s(demo, "draft-broken")
+    result = runner.invoke(app, ["gate", "-", "--format", "json"], input=text)
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    (d2t,) = by_rule(report, "VOCAB-D2T-RANGE")
+    assert d2t["file"] == "<stdin>" and d2t["line"] == line_of(text, '"method": "eagle3"')
