@@ -13,7 +13,6 @@ from specprobe.cli._common import (
     ConfigOption,
     FormatOption,
     OutputOption,
-    StrictOption,
     UpdateBaselineOption,
     cannot_run_guard,
     emit,
@@ -52,7 +51,13 @@ def _gate(
     fail_on: Annotated[
         FailOn, typer.Option("--fail-on", help="Fail (exit 1) on errors only, or on warnings too.")
     ] = FailOn.ERROR,
-    strict: StrictOption = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Warnings fail the run too (exit 1), and what could not be examined here is a warning.",
+        ),
+    ] = False,
     config: ConfigOption = None,
     baseline: BaselineOption = None,
     update_baseline: UpdateBaselineOption = False,
