@@ -44,6 +44,7 @@ DRY_RUN_PLATFORM = rule(
     "No accelerator on this machine: the engine's configuration was built for its CPU platform, so checks "
     "that only an accelerator platform makes (attention backend, memory) did not run.",
     _VLLM_PLATFORMS,
+    "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/utils/common.py",
     why=(
         "vLLM's CUDA wheel cannot even build its argument parser without a device; its CPU platform builds "
         'the same configuration objects, with CPU block sizes and backends.'

@@ -44,8 +44,28 @@ def has_accelerator() -> bool:
     return False
 
 
-def _flag_given(argv: list[str], flag: str) -> bool:
-    return any(item == flag or item.startswith(flag + "=") for item in argv)
+def _device_flag(argv: list[str]) -> str | None:
+    """The value of the command's last --device, if any."""
+    found = None
+    for index, item in enumerate(argv):
+        if item == "--device" and index + 1 < len(argv):
+            found = argv[index + 1]
+        elif item.startswith("--device="):
+            found = item.split("=", 1)[1]
+    return found
+
+
+def _without_device(argv: list[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for item in argv:
+        if skip:
+            skip = False
+        elif item == "--device":
+            skip = True
+        elif not item.startswith("--device="):
+            kept.append(item)
+    return kept
 
 
 def summary_of(server_args: Any) -> dict[str, Any]:
@@ -75,11 +95,12 @@ def dry_run(argv: list[str], device: str | None) -> dict[str, Any]:
     stages: dict[str, float] = {}
     started = time.monotonic()
     platform_how = "detected"
-    if not _flag_given(argv, "--device") and (device == "cpu" or not has_accelerator()):
+    given = _device_flag(argv)
+    if given != "cpu" and (device == "cpu" or not has_accelerator()):
         # SGLang resolves its defaults for a device and gives up without one; its CPU engine resolves
         # the same speculative settings (topk, steps, draft tokens) with CPU defaults.
-        argv = [*argv, "--device", "cpu"]
-        platform_how = "cpu-substituted" if device != "cpu" else "cpu-requested"
+        argv = [*_without_device(argv), "--device", "cpu"]
+        platform_how = "cpu-requested" if device == "cpu" else "cpu-substituted"
     stage = "parse"
     try:
         server_args_module = importlib.import_module("sglang.srt.server_args")
