@@ -38,7 +38,10 @@ _RUN_VALUE_OPTIONS = frozenset(
     }
 )
 # Wrappers that run the rest of the line: name -> number of words they take before it.
-_WRAPPERS = {"nohup": 0, "time": 0, "stdbuf": 0, "numactl": 0, "taskset": 1, "timeout": 1, "nice": 0}
+_WRAPPERS = {
+    "nohup": 0, "time": 0, "stdbuf": 0, "numactl": 0, "taskset": 1, "timeout": 1, "nice": 0, "exec": 0,
+    "tini": 0, "dumb-init": 0, "catatonit": 0,
+}
 _RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "conda": "run",
             "mamba": "run", "micromamba": "run", "pixi": "run", "rye": "run"}
 _RUNNER_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--with", "--python", "--env", "-e", "--project"})
@@ -74,7 +77,11 @@ def _unwrap(argv: list[str], lines: list[int | None]) -> tuple[list[str], list[i
     i = 0
     while i < len(argv):
         head = PurePosixPath(argv[i]).name
-        if head in _WRAPPERS:
+        if head == "env":
+            i += 1
+            while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
+                i += 1
+        elif head in _WRAPPERS:
             i += 1
             while i < len(argv) and argv[i].startswith("-"):
                 i += 1

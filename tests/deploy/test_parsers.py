@@ -532,3 +532,27 @@ def test_dockerfile_final_stage(tmp_path):
     (sglang,), _ = load_deployments(_write(tmp_path, "Containerfile", shell_form))
     assert sglang.method == "ngram" and sglang.source.line == 2
     assert findings == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["/usr/bin/env", "A=1", "bash", "-lc", "vllm serve m"],
+        ["/usr/bin/tini", "--", "vllm", "serve", "m"],
+        ["timeout", "3600", "vllm", "serve", "m"],
+        ["uv", "run", "--with", "vllm", "vllm", "serve", "m"],
+        ["conda", "run", "-n", "serve", "python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"],
+        ["podman", "run", "--rm", "-e", "X=1", "vllm/vllm-openai:v0.33.0", "m"],
+    ],
+)
+def test_wrappers_are_seen_through(argv):
+    from specprobe.deploy.launch import find_launches
+
+    (launch,) = find_launches(argv, [1] * len(argv)).launches
+    assert deployment_model(launch.argv) == "m"
+
+
+def deployment_model(argv: list[str]) -> str | None:
+    from specprobe.deploy.argv import parse_command
+
+    return parse_command(argv).model
