@@ -146,6 +146,27 @@ DRAFT_POSITIONS = (
     ),
 )
 
+def sglang_context_length(config: dict[str, Any]) -> int | None:
+    """The context length SGLang derives from a config.json (``get_context_length``): the first of
+    max_sequence_length, seq_length, max_seq_len, model_max_length, max_position_embeddings, times the
+    rope_scaling factor unless the scaling names original_max_position_embeddings or is llama3."""
+    factor: Any = 1
+    scaling = config.get("rope_scaling")
+    if isinstance(scaling, dict) and scaling:
+        factor = scaling.get("factor", 1)
+        if "original_max_position_embeddings" in scaling or scaling.get("rope_type") == "llama3":
+            factor = 1
+    if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < 1e6:
+        factor = 1
+    for key in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings"):
+        value = config.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**40:
+                return None
+            return int(factor * value)
+    return None
+
+
 # --- SGLang: targets whose missing draft path SGLang fills with the target's own -------------------
 # With no --speculative-draft-model-path the draft worker's ModelConfig falls back to the target's own
 # path (configs/model_config.py, since 0.4.7); _config_draft_model then turns these target classes into

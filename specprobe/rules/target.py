@@ -13,6 +13,7 @@ from specprobe.compat.engine_facts import (
     DEFAULT_AUX_EVIDENCE,
     default_aux_layers,
     draft_positions,
+    sglang_context_length,
     source_url,
     tied_head,
 )
@@ -161,25 +162,33 @@ def _tied_head(ctx: CheckContext) -> Iterator[Finding]:
 
 
 def _max_position(ctx: CheckContext, draft_mpe: int, target_mpe: int) -> Iterator[Finding]:
+    target_raw = ctx.target_config.raw if ctx.target_config is not None else {}
     for engine, version in ctx.engines:
         behaviour = draft_positions(engine, version)
         if behaviour is None or behaviour.value == "raised":
             continue
+        shown_draft, shown_target = draft_mpe, target_mpe
+        if engine == "sglang":
+            # SGLang compares the contexts it derives (rope factor and other length keys included).
+            draft_context, target_context = sglang_context_length(ctx.draft), sglang_context_length(target_raw)
+            if draft_context is None or target_context is None or draft_context >= target_context:
+                continue
+            shown_draft, shown_target = draft_context, target_context
         if behaviour.value == "overflow":
             what = (
-                f"the draft's rotary cache holds {draft_mpe} positions while it runs at the target's positions: past "
+                f"the draft's rotary cache holds {shown_draft} positions while it runs at the target's positions: past "
                 "them it reads out of bounds (a device-side assert under torch.compile, wrong drafts in eager mode)"
             )
             hint = "raise the draft's max_position_embeddings to the serving context, or cap max_model_len"
         else:
             what = (
-                f"it refuses to start (\"Target model's context_length ({target_mpe}) is greater than the derived "
-                f'context_length ({draft_mpe})") unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, which raises '
+                f"it refuses to start (\"Target model's context_length ({shown_target}) is greater than the derived "
+                f'context_length ({shown_draft})") unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, which raises '
                 "the draft's max_position_embeddings"
             )
-            hint = f"set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, or --context-length {draft_mpe} or less"
+            hint = f"set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, or --context-length {shown_draft} or less"
         yield MAX_POSITION.finding(
-            f"{engine}=={version}: draft max_position_embeddings {draft_mpe} < target's {target_mpe}; {what}",
+            f"{engine}=={version}: draft max_position_embeddings {shown_draft} < target's {shown_target}; {what}",
             location="config.json:max_position_embeddings",
             severity=Severity.WARNING if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.INFO,
             hint=hint,

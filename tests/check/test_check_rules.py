@@ -177,3 +177,24 @@ def test_check_names_a_method_the_release_does_not_have(tmp_path: Path, method: 
     report = run_check(tmp_path / "d", method=method, engine=engine)
 
     assert ("COMPAT-METHOD-UNAVAILABLE" in report.fired()) is fires
+
+
+def test_max_position_follows_each_engine_version(tmp_path: Path) -> None:
+    build_draft(tmp_path / "short", DraftSpec(max_position_embeddings=2048))
+    # SGLang multiplies by a rope factor that names no original length: 32768 x 4 covers the target.
+    build_draft(
+        tmp_path / "scaled",
+        DraftSpec(max_position_embeddings=32768),
+        config_overrides={"rope_scaling": {"type": "yarn", "factor": 4.0}},
+    )
+    build_target(tmp_path / "t", max_position_embeddings=131072)
+
+    def severities(draft: str, engine: str) -> list[str]:
+        report = run_check(tmp_path / draft, target=str(tmp_path / "t"), engine=engine)
+        return [f.severity for f in report.findings if f.rule == "TARGET-MAX-POSITION"]
+
+    assert severities("short", "vllm==0.24.0") == ["warning"]  # #48894, fixed by #49343 in 0.27.0
+    assert severities("short", "vllm==0.27.0") == []
+    assert severities("short", "sglang==0.5.23") == ["warning"]  # refused at start without the env switch
+    assert severities("scaled", "sglang==0.5.23") == []
+    assert severities("scaled", "vllm==0.24.0") == ["warning"]
