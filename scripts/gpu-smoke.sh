@@ -7,7 +7,9 @@
 # Environment: SPECPROBE_PLAN (gpu | tiny, default gpu), SPECPROBE_DEVICE (default cuda),
 # SPECPROBE_MODELS (where the trained models go, default /tmp/specprobe-gpu-models),
 # SPECPROBE_MAX_PROMPTS (default 24), SPECPROBE_MAX_NEW_TOKENS (default 128).
-# Results: smoke-kK.json and smoke-kK.png per K, smoke-broken-k3.json (the shuffled-d2t drafter), train.log.
+# Results: smoke-kK.json and smoke-kK.png per K, smoke-broken-k3.json (the shuffled-d2t drafter), train.log,
+# and table.md: the docs/smoke/README.md table regenerated from the JSON files
+# (`python -m specprobe.smoke.table gpu RESULTS_DIR`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 results=${1:-${OUT:-out/gpu-smoke}}
@@ -54,3 +56,4 @@ for k in 1 3 5 broken; do
   fi
   summarise "$results/$name.json"
 done
+"$python" -m specprobe.smoke.table gpu "$results" | tee "$results/table.md"

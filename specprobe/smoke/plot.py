@@ -14,6 +14,7 @@ def plot_per_position(
     *,
     title: str,
     reference: Sequence[float | None] | None = None,
+    label: str = "measured",
 ) -> None:
     """Bar chart of the share of drafts accepted up to each position (1-based), optional reference bars."""
     import matplotlib
@@ -23,10 +24,10 @@ def plot_per_position(
 
     positions = list(range(1, len(per_position) + 1))
     values = [v if v is not None else 0.0 for v in per_position]
-    figure, axes = plt.subplots(figsize=(max(4.0, 1.0 + 0.8 * len(positions)), 3.2), dpi=110)
+    figure, axes = plt.subplots(figsize=(max(5.0, 1.0 + 0.8 * len(positions)), 3.2), dpi=110)
     width = 0.38 if reference is not None else 0.6
     shift = width / 2 if reference is not None else 0.0
-    axes.bar([p - shift for p in positions], values, width=width, label="measured", color="#3b6ea8")
+    axes.bar([p - shift for p in positions], values, width=width, label=label, color="#3b6ea8")
     if reference is not None:
         ref = [v if v is not None else 0.0 for v in reference]
         axes.bar([p + shift for p in positions], ref, width=width, label="reference", color="#c9a227")
@@ -38,6 +39,34 @@ def plot_per_position(
     axes.set_ylabel("accepted / drafts")
     axes.set_ylim(0, 1.1)
     axes.set_title(title, fontsize=9)
+    figure.tight_layout()
+    try:
+        figure.savefig(path)
+    except OSError as exc:
+        raise SpecprobeError(f"cannot write plot {path}: {exc.strerror}") from None
+    finally:
+        plt.close(figure)
+
+
+def plot_pairings(path: Path, pairings: Sequence[tuple[str, Sequence[float], Sequence[float] | None]]) -> None:
+    """Per-position acceptance of several served pairings side by side: engine bars, reference marks."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes_row = plt.subplots(1, len(pairings), figsize=(2.6 * len(pairings) + 0.6, 3.2), dpi=110, squeeze=False)
+    for axes, (name, engine, reference) in zip(axes_row[0], pairings, strict=True):
+        positions = list(range(1, len(engine) + 1))
+        axes.bar(positions, engine, width=0.6, color="#3b6ea8", label="engine")
+        if reference:
+            axes.scatter(positions, reference, color="#c9a227", marker="D", zorder=3, label="reference")
+        axes.set_xticks(positions)
+        axes.set_ylim(0, 1.05)
+        axes.set_title(name, fontsize=8)
+        axes.set_xlabel("draft position", fontsize=8)
+    axes_row[0][0].set_ylabel("accepted / drafts")
+    axes_row[0][0].legend(loc="lower left", fontsize=7)
     figure.tight_layout()
     try:
         figure.savefig(path)

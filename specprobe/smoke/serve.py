@@ -468,9 +468,10 @@ def run_serve(options: ServeOptions) -> Report:
         plot_per_position(
             options.plot,
             report.extra["per_position"],
-            title=f"{report.subject['engine']}: {Path(str(launch.model)).name} + {Path(str(launch.draft)).name}, "
+            title=f"{report.subject['engine']}: {Path(str(launch.model)).name}, {launch.method}, "
             f"mean acceptance length {report.extra['mean_acceptance_length']:.2f}",
             reference=reference if reference and len(reference) == len(report.extra["per_position"]) else None,
+            label="engine",
         )
         report.extra["plot"] = str(options.plot)
     return report
