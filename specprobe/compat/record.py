@@ -28,6 +28,8 @@ WARN_ACCEPTANCE_RATE = 0.4
 # A smoke result is a few kB (per-position rates, a handful of figures); 16 MiB is far beyond any.
 MAX_SMOKE_JSON_BYTES = 16 * 1024 * 1024
 # Measured figures recorded into the matrix: each must be a finite number (or absent/null).
+# Methods that draft from the prompt itself: their runs have no drafter folder to classify.
+DRAFTERLESS_METHODS = ("ngram", "suffix")
 MEASURED_FIELDS = ("acceptance_rate", "mean_acceptance_length", "speedup", "tokens", "drafts", "tokens_per_s")
 
 
@@ -74,7 +76,11 @@ def load_smoke_json(path: Path) -> dict[str, Any]:
         raise SpecprobeError(f"{path.name}: lossless must be true or false, got {_kind(lossless)}")
     rate: Any = data.get("acceptance_rate")
     length: Any = data.get("mean_acceptance_length")
-    if not _number(rate) and not _number(length):
+    cause = data.get("engine_cause")
+    if cause is not None and not isinstance(cause, str):
+        raise SpecprobeError(f"{path.name}: engine_cause must be a string, got {_kind(cause)}")
+    # `smoke --serve` of an engine that refused the deployment records the engine's own cause instead.
+    if not _number(rate) and not _number(length) and not cause:
         raise SpecprobeError(f"{path.name} has neither acceptance_rate nor mean_acceptance_length")
     if _number(rate) and not 0 <= float(rate) <= 1:
         raise SpecprobeError(f"{path.name}: acceptance_rate {rate} is not within [0, 1]")
@@ -103,7 +109,7 @@ def _check_measured(path: Path, key: str, value: Any) -> None:
 
 def recorded_subjects(
     data: dict[str, Any], *, smoke_name: str, target: str | None = None, draft: str | None = None
-) -> tuple[TargetInfo, DraftInfo]:
+) -> tuple[TargetInfo, DraftInfo | None]:
     """The target and drafter to classify: ``--target``/``--draft`` when given, else the result file's
     subject; a path from the file that is not here says that it came from the file."""
     from specprobe.compat.subjects import classify_draft, classify_target
@@ -122,6 +128,8 @@ def recorded_subjects(
     if draft:
         return target_info, classify_draft(draft)
     if not subject.get("draft"):
+        if str(subject.get("method") or "").lower() in DRAFTERLESS_METHODS:
+            return target_info, None
         raise SpecprobeError(f"{smoke_name} names no drafter folder: pass --draft")
     return target_info, from_file("draft", str(subject["draft"]), classify_draft)
 
@@ -136,7 +144,10 @@ def _slug(text: str) -> str:
 
 
 def classify_measurement(data: dict[str, Any]) -> tuple[Status, Severity]:
-    """Lossless failure is broken; collapsing acceptance is degraded; the rest works."""
+    """An engine that refused the deployment or lossless failure is broken; collapsing acceptance is
+    degraded; the rest works."""
+    if isinstance(data.get("engine_cause"), str) and data["engine_cause"]:
+        return Status.BROKEN, Severity.ERROR
     rate = float(data["acceptance_rate"]) if _number(data.get("acceptance_rate")) else None
     length = float(data["mean_acceptance_length"]) if _number(data.get("mean_acceptance_length")) else None
     if data.get("lossless") is False:
@@ -167,13 +178,13 @@ def record_entry(
     *,
     smoke_name: str,
     target: TargetInfo,
-    draft: DraftInfo,
+    draft: DraftInfo | None,
     entry_id: str | None = None,
 ) -> Entry:
     """The matrix entry for one smoke result, validated against the matrix schema."""
     subject = data["subject"]
     engine, versions, engine_label = _engine_facets(subject)
-    draft_name = subject.get("draft") or draft.label
+    draft_name = subject.get("draft") or (draft.label if draft is not None else "none")
     status, severity = classify_measurement(data)
     method = subject.get("method") or data.get("method")
     digest = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
@@ -184,6 +195,7 @@ def record_entry(
         else "",
         f"speed-up {_fmt(data.get('speedup'), '.2f')}x" if _number(data.get("speedup")) else "",
         "lossless" if data.get("lossless") is True else "NOT lossless" if data.get("lossless") is False else "",
+        f"refused by the engine: {data['engine_cause']}" if isinstance(data.get("engine_cause"), str) else "",
     ]
     note_parts = []
     if _number(data.get("tokens")):
@@ -202,14 +214,15 @@ def record_entry(
     }
     if isinstance(method, str) and method:
         entry["methods"] = [method.lower()]
-    draft_facet: dict[str, Any] = {}
-    if draft.format:
-        draft_facet["formats"] = [draft.format]
-    if draft.architecture:
-        draft_facet["architectures"] = [draft.architecture]
-    if not draft_facet:
-        raise SpecprobeError(f"cannot classify the drafter {draft.label!r}: pass --draft with its folder")
-    entry["draft"] = draft_facet
+    if draft is not None:
+        draft_facet: dict[str, Any] = {}
+        if draft.format:
+            draft_facet["formats"] = [draft.format]
+        if draft.architecture:
+            draft_facet["architectures"] = [draft.architecture]
+        if not draft_facet:
+            raise SpecprobeError(f"cannot classify the drafter {draft.label!r}: pass --draft with its folder")
+        entry["draft"] = draft_facet
     if not target.model_types:
         raise SpecprobeError(f"target {target.label!r} has no model_type in its config.json")
     target_facet: dict[str, Any] = {"model_types": [target.model_types[0]], "attention": [target.attention.value]}
