@@ -895,10 +895,7 @@ def known_model_classes(engine: str, version: str) -> Answer | None:
     full = model_architectures(engine, version)
     if full is not None:
         return Answer(full, f"specprobe/data/schemas/{engine}/{version}.json")
-    parsed = _parse(version)
-    if parsed is None:
-        return None
-    for fact in KNOWN_TARGETS:
-        if fact.covers(engine, parsed):
-            return Answer(fact.value, fact.evidence)
-    return None
+    from specprobe.compat.registry_facts import registered_targets
+
+    read = registered_targets(engine, version)
+    return Answer(read[0], read[1]) if read is not None else covering(engine, version, KNOWN_TARGETS)
