@@ -281,23 +281,46 @@ def _layer_findings(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
+# vLLM shares the target's lm_head with an EAGLE drafter that ships none (has_own_lm_head, from 0.12.0:
+# v1/spec_decode/llm_base_proposer.py; v1/worker/gpu/spec_decode/eagle/utils.py in 0.34.0).
+VLLM_SHARES_HEAD_SINCE = Version("0.12.0")
+VLLM_SHARES_HEAD_SRC = source_url("vllm", "0.12.0", "vllm/v1/spec_decode/eagle.py")
+
+
+def _shares_target_head(engine: str, version: str) -> bool:
+    parsed = _version(version)
+    return engine == "vllm" and parsed is not None and VLLM_SHARES_HEAD_SINCE <= parsed <= Version("0.34.0")
+
+
 def _lm_head_findings(ctx: CheckContext) -> Iterator[Finding]:
     if _module_present(set(ctx.layout.tensors), "lm_head"):
         return
     draft_vocab = _int(ctx.draft.get("draft_vocab_size"))
     vocab = _int(ctx.draft.get("vocab_size"))
     tied = ctx.draft.get("tie_word_embeddings") is True
-    if draft_vocab is not None and not tied:
-        reduced = vocab is not None and draft_vocab < vocab
+    if draft_vocab is None or tied:
+        return
+    hint = "export lm_head.weight [draft_vocab_size, hidden_size] with the drafter"
+    if vocab is not None and draft_vocab < vocab:
         yield LM_HEAD_MISSING.finding(
-            f"no lm_head in the checkpoint, yet draft_vocab_size={draft_vocab} and tie_word_embeddings is not true: "
-            + (
-                "a reduced-vocabulary head cannot be borrowed from the target"
-                if reduced
-                else "engines allocate a fresh head and leave it random (accept length 1.00)"
-            ),
-            hint="export lm_head.weight [draft_vocab_size, hidden_size] with the drafter",
+            f"no lm_head in the checkpoint, yet draft_vocab_size={draft_vocab} < vocab_size={vocab}: a "
+            "reduced-vocabulary head cannot be borrowed from the target",
+            hint=hint,
         )
+        return
+    # A full-vocabulary drafter without lm_head: vLLM borrows the target's head, SGLang (draft_vocab_size
+    # set) allocates a fresh one and leaves it random (accept length 1.00, sglang#27829).
+    random_on = [f"{e}=={v}" for e, v in ctx.engines if not _shares_target_head(e, v)]
+    if not random_on:
+        return
+    certain = ctx.engine_explicit or len(random_on) == len(ctx.engines)
+    yield LM_HEAD_MISSING.finding(
+        f"no lm_head in the checkpoint and draft_vocab_size={draft_vocab} is set: {', '.join(random_on)} "
+        "allocate a fresh head and leave it random (accept length 1.00); vLLM >= 0.12 borrows the target's",
+        severity=Severity.ERROR if certain else Severity.INFO,
+        hint=hint + ", or drop draft_vocab_size so the engines borrow the target's head",
+        evidence=(VLLM_SHARES_HEAD_SRC,),
+    )
 
 
 def _vllm_architecture(ctx: CheckContext, method: str) -> str | None:

@@ -198,3 +198,26 @@ def test_max_position_follows_each_engine_version(tmp_path: Path) -> None:
     assert severities("short", "sglang==0.5.23") == ["warning"]  # refused at start without the env switch
     assert severities("scaled", "sglang==0.5.23") == []
     assert severities("scaled", "vllm==0.24.0") == ["warning"]
+
+
+def test_a_full_vocabulary_drafter_without_lm_head_is_fine_only_where_the_target_head_is_borrowed(
+    tmp_path: Path,
+) -> None:
+    from specprobe.checkpoint.builder import draft_config, draft_tensors, write_json
+    from specprobe.checkpoint.writer import write_safetensors
+
+    spec = DraftSpec(draft_vocab_size=512)  # the full vocabulary: no d2t/t2d
+    folder = tmp_path / "d"
+    folder.mkdir()
+    write_json(folder / "config.json", draft_config(spec))
+    tensors = draft_tensors(spec)
+    del tensors["lm_head.weight"]
+    write_safetensors(folder / "model.safetensors", tensors)
+
+    def severities(engine: str | None) -> list[str]:
+        return [f.severity for f in run_check(folder, engine=engine).findings if f.rule == "LAYOUT-LM-HEAD-MISSING"]
+
+    assert severities("vllm==0.33.0") == []
+    assert severities("vllm==0.11.0") == ["error"]
+    assert severities("sglang==0.5.23") == ["error"]
+    assert severities(None) == ["info"]
