@@ -3,7 +3,8 @@
 A rule asks one question (``fc_inputs("vllm", "0.21.0")``); the answer comes from the shipped snapshot
 of that version when the snapshot carries the field, else from the PEP 440-ranged facts below, each
 established from the engine's source at a pinned tag (the evidence link). A version no fact covers
-gives None: the rule then says what it cannot know instead of guessing.
+gives None: the rule then says what it cannot know instead of guessing. docs/evidence/engine-facts.md
+lists the facts for users.
 """
 
 from __future__ import annotations
