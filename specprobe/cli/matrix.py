@@ -179,7 +179,7 @@ def _record(
 
     data = load_smoke_json(smoke_result)
     target_info, draft_info = recorded_subjects(data, smoke_name=smoke_result.name, target=target, draft=draft)
-    entry = record_entry(data, smoke_name=smoke_result.name, target=target_info, draft=draft_info, entry_id=entry_id)
+    entry = record_entry(data, smoke_name=str(smoke_result), target=target_info, draft=draft_info, entry_id=entry_id)
     if output is None:
         write_output(matrix_document([entry], "Measured pairings recorded with `specprobe matrix record`."), None)
     else:

@@ -195,8 +195,9 @@ def record_entry(
         else "",
         f"speed-up {_fmt(data.get('speedup'), '.2f')}x" if _number(data.get("speedup")) else "",
         "lossless" if data.get("lossless") is True else "NOT lossless" if data.get("lossless") is False else "",
-        f"refused by the engine: {data['engine_cause']}" if isinstance(data.get("engine_cause"), str) else "",
+        f"refused by the engine: {cause.rstrip('.')}" if isinstance(cause := data.get("engine_cause"), str) else "",
     ]
+    evidence_name = re.sub(r"\s+", "-", smoke_name) or "result"
     note_parts = []
     if _number(data.get("tokens")):
         note_parts.append(f"{int(data['tokens'])} tokens")
@@ -242,7 +243,8 @@ def record_entry(
             "severity": severity.value,
             "summary": f"Measured by specprobe smoke on {engine_label}: {subject['target']} with drafter "
             f"{draft_name}: " + ", ".join(f for f in figures if f) + ".",
-            "evidence": [f"smoke-run:{_slug(smoke_name)}@sha256:{digest}"],
+            # The result file as named on the command line: a path inside the repository stays one.
+            "evidence": [f"smoke-run:{evidence_name}@sha256:{digest}"],
             "acceptance": Acceptance(
                 acceptance_rate=float(data["acceptance_rate"]) if _number(data.get("acceptance_rate")) else None,
                 mean_acceptance_length=float(data["mean_acceptance_length"])
@@ -252,7 +254,9 @@ def record_entry(
             ).to_dict(),
         }
     )
-    if status is not Status.WORKS:
+    if isinstance(data.get("engine_cause"), str) and data["engine_cause"]:
+        entry["hint"] = "The engine refused this deployment at start; the summary quotes its own error."
+    elif status is not Status.WORKS:
         entry["hint"] = "Re-run `specprobe check` on the drafter; compare with the pairing's known entries."
     errors = validation_errors({"entries": [entry]})
     if errors:

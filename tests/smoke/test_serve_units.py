@@ -176,3 +176,31 @@ def test_missing_engine_is_exit_2(tmp_path: Path) -> None:
         result = CliRunner().invoke(app, ["smoke", "--serve", "--python", sys.executable, "--", *command])
         assert result.exit_code == 2
         assert needle in result.output
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "real-engine" / "results"
+
+
+def test_served_runs_record_as_measured_matrix_entries(tmp_path: Path) -> None:
+    """The kept result files of the real-engine runs become the shipped measured entries."""
+    from specprobe.demo import write_demo
+
+    write_demo(tmp_path)
+    mla = tmp_path / "target-mla"
+    mla.mkdir()
+    (mla / "config.json").write_text(
+        json.dumps({"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "hidden_size": 64,
+                    "num_hidden_layers": 4, "vocab_size": 512, "num_attention_heads": 2, "kv_lora_rank": 512,
+                    "qk_rope_head_dim": 64, "qk_nope_head_dim": 32, "v_head_dim": 32, "q_lora_rank": 64})
+    )  # fmt: skip
+    runner = CliRunner()
+    refused = runner.invoke(
+        app,
+        ["matrix", "record", str(RESULTS / "mla-eagle3.json"),
+         "--target", str(mla), "--draft", str(tmp_path / "draft")],
+    )  # fmt: skip
+    assert refused.exit_code == 0, refused.output
+    assert "status: broken" in refused.stdout and "No common block size for 16" in refused.stdout
+    control = runner.invoke(app, ["matrix", "record", str(RESULTS / "llama-ngram.json"), "--target", str(mla)])
+    assert control.exit_code == 0, control.output
+    assert "methods:\n  - ngram" in control.stdout and "draft:" not in control.stdout
