@@ -17,7 +17,8 @@ from specprobe.engine_spec import DISTRIBUTIONS, EngineSpec
 
 # A release tag: v0.16.0, 0.5.23, v0.4.6.post1, v0.5.23-cu129, v0.10.1rc1-x86_64.
 _RELEASE_TAG = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:(?:\.post|rc|a|b)\d+)?)(?:[-_+].*)?$")
-# vLLM's own images run `vllm serve` as their entrypoint; the CPU, ROCm and TPU variants alike.
+# vLLM's own images run `vllm serve` as their entrypoint (older ones `python3 -m
+# vllm.entrypoints.openai.api_server`, which reads the same flags); the CPU, ROCm and TPU variants alike.
 _VLLM_IMAGE = re.compile(r"(^|/)vllm/vllm-openai(-[a-z0-9]+)?$")
 VLLM_ENTRYPOINT = ("vllm", "serve")
 # SGLang's images set no ENTRYPOINT: arguments alone are run as the command.

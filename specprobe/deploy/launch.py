@@ -160,8 +160,8 @@ def through_entrypoint(
         return args, args_lines, []
     if detect_engine(args) is not None:
         doubled = rules.ENTRYPOINT_DOUBLED.finding(
-            f"image {image} already runs `{' '.join(entrypoint)}`; these arguments make it run "
-            f"`{' '.join(entrypoint)} {shown_command(args, 3)}`",
+            f"image {image} already starts the server from its entrypoint (`{' '.join(entrypoint)}`); these "
+            f"arguments make it run `{' '.join(entrypoint)} {shown_command(args, 3)}`, which vLLM refuses",
             location=image,
             hint="Drop `vllm serve` from args (keep the model and flags), or set `command` explicitly.",
         )

@@ -14,6 +14,10 @@ _COMPOSE_SERVICES = "https://docs.docker.com/reference/compose-file/services/"
 VLLM_IMAGE_ENTRYPOINT = (
     "https://github.com/vllm-project/vllm/blob/dead20baf70df70580ecb093f82b0b7b8676e4f5/docker/Dockerfile"
 )
+# Older vllm/vllm-openai images ran the OpenAI server module instead (same docker/Dockerfile, earlier).
+VLLM_IMAGE_ENTRYPOINT_OLDER = (
+    "https://github.com/vllm-project/vllm/blob/0000977eaf873be6a295cf73017976d49ca2fb9d/docker/Dockerfile"
+)
 # SGLang's image sets no ENTRYPOINT (docker/Dockerfile): container arguments alone are run as the command.
 SGLANG_IMAGE_DOCKERFILE = (
     "https://github.com/sgl-project/sglang/blob/004740a9cb3dbf6153455fb38b447021e3e07236/docker/Dockerfile"
@@ -58,9 +62,11 @@ ENTRYPOINT_DOUBLED = rule(
     "DEPLOY-ENTRYPOINT-DOUBLED",
     "deploy",
     Severity.ERROR,
-    "The container arguments repeat `vllm serve` although the vllm/vllm-openai image's entrypoint is "
-    "already `vllm serve`: vLLM exits with `unrecognized arguments`.",
+    "The container arguments repeat the launcher although the vllm/vllm-openai image's entrypoint already "
+    "starts the server (`vllm serve`; `python3 -m vllm.entrypoints.openai.api_server` in older images): "
+    "vLLM exits with `unrecognized arguments`.",
     VLLM_IMAGE_ENTRYPOINT,
+    VLLM_IMAGE_ENTRYPOINT_OLDER,
 )
 MANIFEST_SCHEMA = rule(
     "DEPLOY-MANIFEST-SCHEMA",
