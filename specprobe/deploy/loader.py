@@ -83,6 +83,8 @@ def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
     from specprobe.deploy.yamlsource import load_documents
 
     documents = [d for d in load_documents(text, shown) if d is not None]
+    if not documents:
+        return [], []  # empty or comments only (a chart rendered with everything off): nothing launches
     if kubernetes.is_kubernetes(documents):
         return kubernetes.parse_kubernetes(documents, shown, base_dir)
     if compose.is_compose(documents):

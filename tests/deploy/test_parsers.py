@@ -363,6 +363,7 @@ def test_manifest_toml_and_schema_findings(tmp_path):
         ("broken.toml", "[[deployments]\n"),
         ("broken.sh", "vllm serve 'unclosed\n"),
         ("unknown.yaml", "just: a mapping\n"),
+        ("list.json", "[1, 2]\n"),
         ("binary.yaml", "\udcff"),
     ],
 )

@@ -174,9 +174,12 @@ def test_malformed_file_is_one_line_and_exit_2(tmp_path, name, text, expected):
     assert runner.invoke(app, ["gate", str(path), "--engine", "tgi"]).exit_code == 2
 
 
-def test_file_without_any_launch_is_information(tmp_path):
+@pytest.mark.parametrize(
+    "text", ["apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n", "# nothing\n---\n"]
+)
+def test_file_without_any_launch_is_information(tmp_path, text):
     path = tmp_path / "svc.yaml"
-    path.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n")
+    path.write_text(text)
     code, report = gate(str(path))
     assert code == 0 and [f["rule"] for f in report["findings"]] == ["DEPLOY-NO-LAUNCH"]
 
