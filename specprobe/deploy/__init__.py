@@ -1,5 +1,5 @@
-"""Deployments: every input form (launch command, shell script, Kubernetes, compose, vLLM --config,
-specprobe's own manifest) parsed into one ``Deployment`` model that lint and gate run on.
+"""Deployments: every input form (launch command, shell script, Kubernetes, compose, Dockerfile,
+vLLM --config, specprobe's own manifest) parsed into one ``Deployment`` model that lint and gate run on.
 
 This package imports no YAML or TOML reader at import time; ``specprobe.deploy.loader`` does, when a file is read.
 """
