@@ -1,12 +1,20 @@
 """Rule documentation generated from the rule registry: one page per rule plus an index in docs/rules/,
 the help text SARIF carries per rule, and the page address SARIF's ``helpUri`` points at.
 
+A rule's longer text (``why``, ``fix``) is written either in its definition or in the shipped
+``specprobe/data/rule_docs.toml``; the definition wins field by field, the data file fills the rest.
+Only the explaining paths (``rule``, ``rules``, SARIF, these docs) read the data file.
+
 Regenerate with ``python -m specprobe.ruledocs`` (a test fails when the committed pages are stale).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import sys
+import tomllib
+from importlib import resources
 from pathlib import Path
 
 from specprobe import __version__
@@ -15,6 +23,50 @@ from specprobe.rules import Rule
 REPOSITORY_URL = "https://github.com/specprobe/specprobe"
 DOCS_DIR = Path("docs") / "rules"
 REGENERATE = "python -m specprobe.ruledocs"
+RULE_DOCS_DATA = "data/rule_docs.toml"
+_DOC_FIELDS = ("why", "fix")
+
+
+@functools.cache
+def rule_docs_data() -> dict[str, dict[str, str]]:
+    """Rule ID -> {"why": ..., "fix": ...} from the shipped data file (read once, on first use)."""
+    return parse_rule_docs(resources.files("specprobe").joinpath(RULE_DOCS_DATA).read_text(encoding="utf-8"))
+
+
+def parse_rule_docs(text: str) -> dict[str, dict[str, str]]:
+    """The rule-docs TOML checked for shape, each text with its whitespace collapsed.
+
+    The file ships with the package, so a malformed one is a defect of specprobe: ValueError.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{RULE_DOCS_DATA}: {exc}") from exc
+    docs: dict[str, dict[str, str]] = {}
+    for rule_id, entry in data.items():
+        if not isinstance(entry, dict) or not entry or set(entry) - set(_DOC_FIELDS):
+            raise ValueError(f"{RULE_DOCS_DATA}: [{rule_id}] must be a table of {' and/or '.join(_DOC_FIELDS)}")
+        for name, value in entry.items():
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{RULE_DOCS_DATA}: [{rule_id}] {name} must be non-empty text")
+        # Values are wrapped in the file for reading; the pages and terminals re-wrap them.
+        docs[rule_id] = {name: " ".join(value.split()) for name, value in entry.items()}
+    return docs
+
+
+def documented(rule: Rule) -> Rule:
+    """``rule`` with ``why``/``fix`` filled from the data file where its definition leaves them empty."""
+    entry = rule_docs_data().get(rule.id)
+    if not entry:
+        return rule
+    return dataclasses.replace(rule, why=rule.why or entry.get("why"), fix=rule.fix or entry.get("fix"))
+
+
+def documented_rules() -> list[Rule]:
+    """Every registered rule (in catalogue order) with its documentation filled in."""
+    from specprobe.rules.catalog import all_rules
+
+    return [documented(r) for r in all_rules()]
 
 
 def rule_doc_url(rule_id: str) -> str:
@@ -185,11 +237,9 @@ def write_pages(directory: Path, rules: list[Rule]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m specprobe.ruledocs [DIR]``: rewrite the rule pages (default docs/rules)."""
-    from specprobe.rules.catalog import all_rules
-
     args = sys.argv[1:] if argv is None else argv
     directory = Path(args[0]) if args else DOCS_DIR
-    write_pages(directory, all_rules())
+    write_pages(directory, documented_rules())
     sys.stdout.write(f"wrote {directory}\n")
     return 0
 

@@ -56,12 +56,14 @@ def explain(rule: Rule) -> str:
 
 
 def find_rule(rule_id: str) -> Rule:
+    """The rule ``rule_id`` names (any case), its documentation filled in from the shipped data."""
+    from specprobe.ruledocs import documented
     from specprobe.rules.catalog import all_rules
 
     by_id = {r.id: r for r in all_rules()}
     wanted = rule_id.strip().upper()
     if wanted in by_id:
-        return by_id[wanted]
+        return documented(by_id[wanted])
     close = sorted(r for r in by_id if wanted and (wanted in r or r.startswith(wanted.split("-")[0] + "-")))
     hint = f"; did you mean {', '.join(close[:5])}?" if close else "; `specprobe rules` lists them"
     raise SpecprobeError(f"no rule {rule_id!r}{hint}")
@@ -75,10 +77,11 @@ def register(app: typer.Typer) -> None:
         output: OutputOption = None,
     ) -> None:
         """List every rule: stable ID, severity, family, one-line description, evidence."""
-        from specprobe.rules.catalog import all_rules, render_markdown
+        from specprobe.ruledocs import documented_rules
+        from specprobe.rules.catalog import render_markdown
 
         chosen = resolve_format(fmt, RULES_FORMATS)
-        rules = all_rules()
+        rules = documented_rules()
         if chosen == "json":
             text = _envelope(Report(command="rules", extra={"rules": [rule_json(r) for r in rules]}))
         elif chosen == "markdown":

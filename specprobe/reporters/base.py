@@ -16,7 +16,8 @@ class Reporter(ABC):
     """One output format. Subclasses are registered by name in ``specprobe.reporters.REPORTERS``.
 
     ``strict`` is the run's exit policy (warnings fail too), for formats that mark pass or fail per
-    finding (JUnit); ``rules`` looks rule metadata up by ID (default: every registered rule), so that
+    finding (JUnit); ``rules`` looks rule metadata up by ID (default: every registered rule with its
+    why/fix filled from the shipped rule docs, read only when a format asks for rule metadata), so that
     tests can render against a fixed catalogue.
     """
 
@@ -33,9 +34,9 @@ class Reporter(ABC):
     @property
     def rules(self) -> Mapping[str, Rule]:
         if self._rules is None:
-            from specprobe.rules.catalog import all_rules
+            from specprobe.ruledocs import documented_rules
 
-            self._rules = {r.id: r for r in all_rules()}
+            self._rules = {r.id: r for r in documented_rules()}
         return self._rules
 
     @abstractmethod

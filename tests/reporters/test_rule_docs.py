@@ -5,18 +5,32 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specprobe.ruledocs import REGENERATE, expected_pages, rule_doc_url, stale_pages, write_pages
+import pytest
+
+from specprobe.findings import Finding, Report, Severity
+from specprobe.reporters.sarif import SarifReporter
+from specprobe.ruledocs import (
+    REGENERATE,
+    documented,
+    documented_rules,
+    expected_pages,
+    parse_rule_docs,
+    rule_doc_url,
+    rule_docs_data,
+    stale_pages,
+    write_pages,
+)
 from specprobe.rules import Rule
 from specprobe.rules.catalog import all_rules
 
-from .conftest import run_cli
+from .conftest import MPE_WARNING_ENGINE, run_cli
 from .samples import RULES
 
 DOCS = Path(__file__).parents[2] / "docs" / "rules"
 
 
 def test_docs_rules_are_up_to_date() -> None:
-    stale = stale_pages(DOCS, all_rules())
+    stale = stale_pages(DOCS, documented_rules())
     assert not stale, f"docs/rules is stale ({', '.join(stale[:8])}); regenerate with: {REGENERATE}"
 
 
@@ -44,14 +58,12 @@ def test_a_page_per_rule_with_why_fix_and_evidence() -> None:
 
 
 def test_rule_fields_why_and_fix_are_optional_and_keyword_only_in_rule() -> None:
-    from specprobe.findings import Severity
-
     plain = Rule("X-Y", "x", Severity.INFO, "d", ("https://example.org/e",))
     assert plain.why is None and plain.fix is None
 
 
 def test_rule_command_explains_one_rule() -> None:
-    rule = all_rules()[0]
+    rule = documented_rules()[0]
     code, out, _ = run_cli("rule", rule.id.lower())
     assert code == 0
     assert out.startswith(f"{rule.id}  ({rule.family}, default severity {rule.severity.value})")
@@ -80,3 +92,67 @@ def test_rules_json_uses_the_report_envelope() -> None:
     assert data["summary"] == {"errors": 0, "warnings": 0, "infos": 0}
     assert {r["id"] for r in data["rules"]} == {r.id for r in all_rules()}
     assert all(r["docs"] == rule_doc_url(r["id"]) for r in data["rules"])
+
+
+def test_every_rule_has_why_and_fix_once_the_data_file_fills_in() -> None:
+    undocumented = [r.id for r in documented_rules() if not (r.why and r.why.strip() and r.fix and r.fix.strip())]
+    assert not undocumented, f"add why/fix to specprobe/data/rule_docs.toml for: {', '.join(undocumented)}"
+
+
+def test_every_data_file_entry_is_a_registered_rule() -> None:
+    registered = {r.id for r in all_rules()}
+    stale = sorted(set(rule_docs_data()) - registered)
+    assert not stale, f"specprobe/data/rule_docs.toml documents rules that do not exist: {', '.join(stale)}"
+
+
+def test_the_definition_wins_field_by_field_and_the_data_file_fills_the_rest() -> None:
+    rule_id = "SHAPES-FC"
+    data = rule_docs_data()[rule_id]
+    own = Rule(rule_id, "shapes", Severity.ERROR, "d", ("https://example.org/e",), why="written in the rule")
+    filled = documented(own)
+    assert filled.why == "written in the rule" and filled.fix == data["fix"]
+    bare = Rule("NOT-IN-THE-FILE", "x", Severity.INFO, "d", ("https://example.org/e",))
+    assert documented(bare) is bare
+
+
+def test_data_file_text_reaches_rule_rules_json_and_sarif_help() -> None:
+    rule_id = "SHAPES-FC"
+    why = rule_docs_data()[rule_id]["why"]
+    code, out, _ = run_cli("rule", rule_id)
+    # The terminal page re-wraps the text; compare words.
+    assert code == 0 and " ".join(why.split()[:12]) in " ".join(out.split())
+    code, out, _ = run_cli("rules", "--format", "json")
+    listed = {r["id"]: r for r in json.loads(out)["rules"]}
+    assert listed[rule_id]["why"] == why and listed[rule_id]["fix"] == rule_docs_data()[rule_id]["fix"]
+    report = Report(command="check", findings=[Finding(rule=rule_id, severity=Severity.ERROR, message="m")])
+    descriptor = SarifReporter().log(report)["runs"][0]["tool"]["driver"]["rules"][0]
+    assert descriptor["fullDescription"]["text"] == why
+    assert f"Why: {why}" in descriptor["help"]["text"]
+
+
+def test_check_does_not_read_the_rule_docs(built_case) -> None:
+    draft, target = built_case("mpe-2048")
+    rule_docs_data.cache_clear()
+    args = ["check", str(draft), "--engine", MPE_WARNING_ENGINE] + (["--target", target] if target else [])
+    code, _, _ = run_cli(*args)
+    assert code in (0, 1)
+    assert rule_docs_data.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[X-Y]\nwhy = "a"\nhow = "b"\n', "must be a table of why and/or fix"),
+        ('[X-Y]\nwhy = "  "\n', "why must be non-empty text"),
+        ("[X-Y]\nfix = 3\n", "fix must be non-empty text"),
+        ('X-Y = "text"\n', "must be a table"),
+        ('[X-Y]\nwhy = "unterminated\n', "rule_docs.toml"),
+    ],
+)
+def test_a_malformed_data_file_is_refused(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_rule_docs(text)
+
+
+def test_data_file_text_is_whitespace_collapsed() -> None:
+    assert parse_rule_docs('[X-Y]\nwhy = """\n  one\n  two  three\n"""\n') == {"X-Y": {"why": "one two three"}}
