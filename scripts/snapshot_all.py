@@ -1,0 +1,424 @@
+"""Refresh the shipped schema snapshots of every engine release worth checking, resumably.
+
+For each release: a venv made by uv (downloads and unpacked wheels cached under
+``~/.cache/specprobe/uv``, venvs hard-linked from that cache), the release installed with its own
+pinned dependencies, the probe run under that interpreter, and the probe's raw reply kept under
+``~/.cache/specprobe/snapshots-raw/<engine>/<version>.json`` with the probe hash and install figures.
+A release whose raw reply was made with the current probe hash is skipped, so an interrupted run
+resumes where it stopped. ``build`` then turns the raw replies into the package's snapshots,
+dropping patch releases whose speculative surface equals the release before them.
+
+    python scripts/snapshot_all.py plan               # the releases, in install order
+    python scripts/snapshot_all.py extract [--engine vllm] [--only 0.8.5,0.9.0] [--limit N]
+    python scripts/snapshot_all.py build              # raw replies -> specprobe/data/schemas
+
+Where a release's own dependencies cannot be installed on this Python, its package alone is laid
+over the dependencies of a provisioned engine venv (``--overlay``); the provenance says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HOME_CACHE = Path(os.environ.get("SPECPROBE_SNAPSHOT_HOME", Path.home() / ".cache" / "specprobe"))
+UV_CACHE = HOME_CACHE / "uv"
+VENVS = HOME_CACHE / "snap-venvs"
+RAW = HOME_CACHE / "snapshots-raw"
+SOURCES = HOME_CACHE / "engine-sources"
+PYTHON = os.environ.get("SPECPROBE_SNAPSHOT_PYTHON", sys.executable)
+# Other work shares this disk: below this many free bytes the uv cache is emptied before the next install.
+MIN_FREE = int(float(os.environ.get("SPECPROBE_SNAPSHOT_MIN_FREE_GB", "30")) * 2**30)
+INSTALL_TIMEOUT_S = 1500
+
+# The first release of each engine with EAGLE-3: vLLM's V1 EAGLE-3 proposer (method "eagle3") shipped
+# in 0.8.5 (https://github.com/vllm-project/vllm/blob/v0.8.5/vllm/config.py, SpeculativeConfig.method);
+# SGLang's EAGLE3 algorithm in 0.4.4
+# (https://github.com/sgl-project/sglang/blob/v0.4.4/python/sglang/srt/speculative/spec_info.py).
+RANGES: dict[str, tuple[str, str]] = {"vllm": ("0.8.5", "0.34.0"), "sglang": ("0.4.4", "0.5.23")}
+# Provisioned venvs whose dependencies an overlay install borrows.
+OVERLAY_BASES = {"vllm": "vllm-0.33.0", "sglang": "sglang-0.5.23"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    engine: str
+    version: str
+
+    @property
+    def line(self) -> str:
+        """The release line: vLLM's minor (0.10), SGLang's x.y.z (SGLang ships a line per patch number)."""
+        release = Version(self.version).release
+        if self.engine == "vllm":
+            return ".".join(map(str, release[:2]))
+        return ".".join(map(str, release[:3]))
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine}-{self.version}"
+
+
+def probe_hash(engine: str) -> str:
+    """Hash of the engine's probe script and the shared helpers: a raw reply made by other probe code is stale."""
+    from specprobe.engines._probe import PROBES_DIR
+
+    digest = hashlib.sha256()
+    for script in (PROBES_DIR / "_common.py", PROBES_DIR / f"{engine}_probe.py"):
+        digest.update(script.name.encode())
+        digest.update(script.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def released_versions(engine: str) -> list[str]:
+    """Final releases on the index, read with pip's own client (``pip index versions``)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", engine, "--pre"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    match = re.search(r"Available versions: (.*)", completed.stdout)
+    if match is None:
+        raise SystemExit(f"cannot read the releases of {engine}: {completed.stdout[-300:]}")
+    versions = [Version(item.strip()) for item in match.group(1).split(",")]
+    low, high = (Version(bound) for bound in RANGES[engine])
+    return [str(v) for v in sorted(versions) if low <= v <= high and not v.is_prerelease and not v.is_devrelease]
+
+
+def upload_dates(engine: str) -> dict[str, str]:
+    """When each release's first file reached the index (PEP 700 ``upload-time`` of the simple API)."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"https://pypi.org/simple/{engine}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        files = json.load(response)["files"]
+    dates: dict[str, str] = {}
+    for entry in files:
+        match = re.match(rf"{engine}-([^-]+?)(?:\.tar\.gz|-)", entry["filename"])
+        if match and entry.get("upload-time"):
+            version = match.group(1)
+            dates[version] = min(dates.get(version, entry["upload-time"]), entry["upload-time"])
+    return dates
+
+
+def resolution_cutoff(release: Release) -> str | None:
+    """Resolve as on the release's day (+2 days): a dependency left unbounded by the release
+    (transformers, say) then gets the version its users got, not one that breaks its import."""
+    import datetime as dt
+
+    uploaded = upload_dates(release.engine).get(release.version)
+    if uploaded is None:
+        return None
+    moment = dt.datetime.fromisoformat(uploaded.replace("Z", "+00:00")) + dt.timedelta(days=2)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def plan(engines: Iterable[str]) -> list[Release]:
+    """The first release of every line first, then the patch releases; engines taken in turn."""
+    firsts: list[list[Release]] = []
+    rest: list[list[Release]] = []
+    for engine in engines:
+        seen: set[str] = set()
+        firsts.append([])
+        rest.append([])
+        for version in released_versions(engine):
+            release = Release(engine, version)
+            (rest[-1] if release.line in seen else firsts[-1]).append(release)
+            seen.add(release.line)
+    return [release for group in (firsts, rest) for release in _alternate(group)]
+
+
+def _alternate(groups: list[list[Release]]) -> list[Release]:
+    merged: list[Release] = []
+    for index in range(max((len(group) for group in groups), default=0)):
+        merged.extend(group[index] for group in groups if index < len(group))
+    return merged
+
+
+def raw_path(release: Release) -> Path:
+    return RAW / release.engine / f"{release.version}.json"
+
+
+def is_current(release: Release, digest: str) -> bool:
+    try:
+        record = json.loads(raw_path(release).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(record.get("probe_hash") == digest)
+
+
+def uv_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"UV_CACHE_DIR": str(UV_CACHE), "UV_LINK_MODE": "hardlink", "UV_NO_PROGRESS": "1"})
+    return env
+
+
+def folder_bytes(path: Path) -> int:
+    completed = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=False)
+    try:
+        return int(completed.stdout.split()[0])
+    except (IndexError, ValueError):
+        return 0
+
+
+def free_bytes() -> int:
+    return shutil.disk_usage(str(HOME_CACHE)).free
+
+
+def requirement(release: Release) -> str:
+    # SGLang's server code (sglang.srt) needs the srt extra in every release of the range.
+    return f"sglang[srt]=={release.version}" if release.engine == "sglang" else f"vllm=={release.version}"
+
+
+def log(message: str) -> None:
+    sys.stderr.write(f"[{time.strftime('%H:%M:%S')}] {message}\n")
+    sys.stderr.flush()
+
+
+def make_venv(venv: Path) -> Path:
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run(["uv", "venv", "-q", "--python", PYTHON, str(venv)], check=True, env=uv_env())
+    return venv / "bin" / "python"
+
+
+def install_full(release: Release, venv: Path, logfile: Path) -> tuple[Path, str]:
+    python = make_venv(venv)
+    cutoff = resolution_cutoff(release)
+    window = ["--exclude-newer", cutoff] if cutoff else []
+    with logfile.open("a", encoding="utf-8") as out:
+        subprocess.run(
+            ["uv", "pip", "install", "--python", str(python), *window, requirement(release)],
+            check=True,
+            env=uv_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=INSTALL_TIMEOUT_S,
+        )
+    resolved = f" --exclude-newer {cutoff}" if cutoff else ""
+    return python, (
+        f"uv pip install{resolved} {requirement(release)} (own venv, the release's own pinned dependencies, "
+        "resolved as on its release day)"
+    )
+
+
+def overlay_base(release: Release) -> Path:
+    """The venv whose dependencies an overlay borrows: the oldest newer release of the same engine
+    installed in full (closest in time, so closest in what it imports), else the provisioned one."""
+    candidates = []
+    for marker in VENVS.glob(f"{release.engine}-*/.specprobe-installed"):
+        version = marker.parent.name[len(release.engine) + 1 :]
+        if " (overlay)" in marker.read_text(encoding="utf-8"):
+            continue
+        if Version(version) > Version(release.version):
+            candidates.append((Version(version), marker.parent))
+    if candidates:
+        return min(candidates)[1]
+    return HOME_CACHE / "engines" / OVERLAY_BASES[release.engine]
+
+
+def install_overlay(release: Release, venv: Path, logfile: Path) -> tuple[Path, str]:
+    """The release's package alone, over the site-packages of a provisioned venv of the same engine."""
+    base = overlay_base(release)
+    base_python = base / "bin" / "python"
+    python = make_venv(venv)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    base_site = subprocess.run(
+        [str(base_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    # Read after the venv's own site-packages, so this release's package shadows the base one.
+    Path(site, "zz-specprobe-base.pth").write_text(base_site + "\n", encoding="utf-8")
+    with logfile.open("a", encoding="utf-8") as out:
+        subprocess.run(
+            ["uv", "pip", "install", "--python", str(python), "--no-deps", f"{release.engine}=={release.version}"],
+            check=True, env=uv_env(), stdout=out, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S,
+        )
+    return python, (
+        f"uv pip install --no-deps {release.engine}=={release.version} over the dependencies of the "
+        f"{base.name} venv (overlay)"
+    )
+
+
+def install_failure(logfile: Path) -> str | None:
+    """The resolver's first reason from uv's log, on one line."""
+    try:
+        lines = logfile.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    causes = [line.strip().removeprefix("cause:").strip() for line in lines if line.strip().startswith("cause:")]
+    errors = [line.strip() for line in lines if line.strip().startswith("error:")]
+    text = (causes or errors or [""])[0]
+    return " ".join(text.split())[:300] or None
+
+
+def keep_sources(release: Release, python: Path) -> Path | None:
+    """The release's own .py files, so source-read facts can be re-read without installing again."""
+    package = "vllm" if release.engine == "vllm" else "sglang"
+    located = subprocess.run(
+        [
+            str(python), "-I", "-c",
+            f"import importlib.util as u; print(u.find_spec('{package}').submodule_search_locations[0])",
+        ],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()
+    if not located:
+        return None
+    SOURCES.mkdir(parents=True, exist_ok=True)
+    target = SOURCES / f"{release.name}.tar.gz"
+    with tarfile.open(target, "w:gz") as archive:
+        for path in sorted(Path(located).rglob("*.py")):
+            archive.add(path, arcname=str(Path(package) / path.relative_to(located)))
+    return target
+
+
+def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
+    from specprobe.engines import ADAPTERS
+    from specprobe.engines._probe import run_probe
+    from specprobe.findings import SpecprobeError
+
+    venv = VENVS / release.name
+    logfile = HOME_CACHE / "snapshot-logs" / f"{release.name}.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    if free_bytes() < MIN_FREE:
+        log(f"free disk {free_bytes() / 2**30:.1f} GiB: emptying the uv cache and kept venvs")
+        for old in VENVS.glob("*"):
+            if old != venv:
+                shutil.rmtree(old, ignore_errors=True)
+        subprocess.run(["uv", "cache", "clean"], env=uv_env(), check=False, capture_output=True)
+    cache_before = folder_bytes(UV_CACHE) if UV_CACHE.exists() else 0
+    started = time.monotonic()
+    python = venv / "bin" / "python"
+    marker = venv / ".specprobe-installed"
+    provisioned = HOME_CACHE / "engines" / release.name
+    how: str
+    if (provisioned / ".specprobe-ok").is_file() and not overlay:
+        # Made by scripts/provision-engine.sh: the same full install, with pip.
+        python = provisioned / "bin" / "python"
+        how = f"pip install {release.engine}=={release.version} (own venv, the release's own pinned dependencies)"
+        keep_venv = True
+    elif marker.is_file():
+        how = marker.read_text(encoding="utf-8").strip()
+    else:
+        try:
+            python, how = (install_overlay if overlay else install_full)(release, venv, logfile)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            reason = install_failure(logfile) or type(exc).__name__
+            if overlay:
+                log(f"{release.name}: overlay install failed: {reason}")
+                shutil.rmtree(venv, ignore_errors=True)
+                return False
+            # The release's own pins do not install here (e.g. a pinned wheel was deleted from the
+            # index): fall back to the overlay and say why in the provenance.
+            log(f"{release.name}: full install failed ({reason}); overlay instead")
+            try:
+                python, how = install_overlay(release, venv, logfile)
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                log(f"{release.name}: overlay install failed too; see {logfile}")
+                shutil.rmtree(venv, ignore_errors=True)
+                return False
+            how = f"{how}; the full install failed: {reason}"
+            overlay = True
+        marker.write_text(how + "\n", encoding="utf-8")
+    installed = time.monotonic()
+    # The probe file as it is now (it may have changed since the run started).
+    digest = probe_hash(release.engine)
+    try:
+        reply = run_probe(release.engine, ADAPTERS[release.engine].probe_script, python, timeout_s=900)
+    except SpecprobeError as exc:
+        log(f"{release.name}: probe failed: {exc}")
+        if " (overlay)" in how:
+            # Another base may suit it better on the next run (a newer full install made meanwhile).
+            shutil.rmtree(venv, ignore_errors=True)
+        return False
+    probed = time.monotonic()
+    sources = keep_sources(release, python)
+    record: dict[str, Any] = {
+        "engine": release.engine,
+        "version": release.version,
+        "probe_hash": digest,
+        "installed_by": how,
+        "overlay": overlay or " (overlay)" in how,
+        "figures": {
+            "install_seconds": round(installed - started, 1),
+            "probe_seconds": round(probed - installed, 1),
+            "uv_cache_growth_bytes": max(0, folder_bytes(UV_CACHE) - cache_before),
+            "venv_bytes": folder_bytes(venv),
+        },
+        "sources": str(sources) if sources else None,
+        "reply": reply,
+    }
+    raw_path(release).parent.mkdir(parents=True, exist_ok=True)
+    raw_path(release).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    if not keep_venv:
+        shutil.rmtree(venv, ignore_errors=True)
+    log(
+        f"{release.name}: ok ({how.split(' (')[0]}; install {record['figures']['install_seconds']} s, "
+        f"probe {record['figures']['probe_seconds']} s, problems: {len(reply.get('problems') or [])})"
+    )
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["plan", "extract", "build"])
+    parser.add_argument("--engine", choices=sorted(RANGES), action="append")
+    parser.add_argument("--only", help="comma-separated versions")
+    parser.add_argument("--limit", type=int, help="stop after this many installs")
+    parser.add_argument("--overlay", action="store_true", help="overlay install (see the module docstring)")
+    parser.add_argument(
+        "--drop-venv", action="store_true", help="delete each venv after extraction (else kept until disk runs low)"
+    )
+    args = parser.parse_args(argv)
+    engines = args.engine or sorted(RANGES, reverse=True)
+    if args.action == "build":
+        from specprobe.schema.snapshot import build_from_raw
+
+        for line in build_from_raw(RAW, engines):
+            sys.stdout.write(line + "\n")
+        return 0
+    releases = plan(engines)
+    if args.only:
+        wanted = set(args.only.split(","))
+        releases = [release for release in releases if release.version in wanted]
+    digests = {engine: probe_hash(engine) for engine in RANGES}
+    if args.action == "plan":
+        for release in releases:
+            state = "done" if is_current(release, digests[release.engine]) else "todo"
+            sys.stdout.write(f"{release.engine} {release.version} {state}\n")
+        return 0
+    done = 0
+    for release in releases:
+        if is_current(release, digests[release.engine]):
+            continue
+        if args.limit is not None and done >= args.limit:
+            break
+        log(f"{release.name}: installing")
+        extract(release, overlay=args.overlay, keep_venv=not args.drop_venv)
+        done += 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
