@@ -237,7 +237,9 @@ def package_file(package: str, *parts: str) -> Any:
 
 
 def parse_file(path: Any) -> Any:
-    """The AST of a source file, or None when it cannot be read."""
+    """The AST of a source file, or None when it cannot be read (or ``path`` is None: no such file)."""
+    if path is None:
+        return None
     try:
         return ast.parse(path.read_text(encoding="utf-8-sig"))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
