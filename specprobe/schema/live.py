@@ -14,11 +14,12 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from specprobe import __version__
-from specprobe.engines import ADAPTERS
+from specprobe.engines import PROBES
 from specprobe.engines._probe import DEFAULT_TIMEOUT_S, Interpreter, find_interpreter, run_probe
 from specprobe.findings import SpecprobeError
 from specprobe.schema import cache, store
 from specprobe.schema.model import EngineSchema
+from specprobe.schema.replies import FROM_REPLY
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ def _same_version(left: str, right: str) -> bool:
 
 
 def check_engine(engine: str) -> None:
-    if engine not in ADAPTERS:
-        raise SpecprobeError(f"unknown engine {engine!r}; choose one of: {', '.join(ADAPTERS)}")
+    if engine not in PROBES:
+        raise SpecprobeError(f"unknown engine {engine!r}; choose one of: {', '.join(PROBES)}")
 
 
 def extract_live(
@@ -47,14 +48,14 @@ def extract_live(
 ) -> tuple[EngineSchema, bool]:
     """Probe ``interpreter`` (or answer from the cache); returns (schema, came_from_cache)."""
     check_engine(engine)
-    adapter = ADAPTERS[engine]
-    key = cache.cache_key(engine, interpreter.path, adapter.distribution)
+    probe = PROBES[engine]
+    key = cache.cache_key(engine, interpreter.path, probe.distributions)
     if use_cache and key is not None:
         hit = cache.read(key)
         if hit is not None:
             return hit, True
-    reply = run_probe(engine, adapter.probe_script, interpreter.path, timeout_s=timeout_s)
-    schema = adapter.from_probe(reply)
+    reply = run_probe(engine, probe.probe_script, interpreter.path, timeout_s=timeout_s)
+    schema = FROM_REPLY[engine](reply)
     schema.provenance.update(
         {
             "extracted_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),

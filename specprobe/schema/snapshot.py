@@ -1,20 +1,34 @@
-"""Writing a snapshot: probe an interpreter live and store the result under ``specprobe/data/schemas``.
+"""Writing snapshots: probe an interpreter live, or build the shipped store from raw probe replies.
 
-Run as ``python -m specprobe.schema.snapshot ENGINE PYTHON [--install NOTE]`` from a source checkout
-(scripts/snapshot-engine.sh provisions the interpreter first).
+``python -m specprobe.schema.snapshot ENGINE PYTHON [--install NOTE]`` probes one interpreter and
+writes its snapshot (scripts/snapshot-engine.sh provisions the interpreter first);
+``scripts/snapshot_all.py build`` calls :func:`build_from_raw`, which turns the raw replies of every
+release into ``specprobe/data/schemas/<engine>/``: one file per release with a distinct surface, the
+values several releases share stored once in ``_shared.json``, and patch releases identical to the
+release before them recorded there as aliases.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from specprobe.engines._probe import Interpreter, check_interpreter
 from specprobe.findings import SpecprobeError
 from specprobe.schema import store
 from specprobe.schema.live import extract_live
+from specprobe.schema.model import EngineSchema
+from specprobe.schema.replies import FROM_REPLY
+
+# Provenance keys that describe the machine that made the snapshot, not the release.
+_LOCAL_KEYS = ("interpreter", "interpreter_selected_by", "import_seconds", "probe_seconds", "extracted_at")
 
 
 def write_snapshot(engine: str, python: Path, install: str | None = None, folder: Path | None = None) -> Path:
@@ -22,15 +36,129 @@ def write_snapshot(engine: str, python: Path, install: str | None = None, folder
     interpreter = Interpreter(check_interpreter(python), "--python")
     schema, _ = extract_live(engine, interpreter, use_cache=False)
     schema.provenance["installed_by"] = install or "pip install " + f"{engine}=={schema.version}"
-    # The interpreter path is of the machine that wrote the snapshot; it means nothing elsewhere.
-    schema.provenance.pop("interpreter", None)
-    schema.provenance.pop("interpreter_selected_by", None)
+    for key in _LOCAL_KEYS:
+        schema.provenance.pop(key, None)
     target_dir = folder or store.snapshot_dir(engine)
     target_dir.mkdir(parents=True, exist_ok=True)
     target = target_dir / f"{schema.version}.json"
     payload = schema.copy(source="snapshot").to_json_dict()
     target.write_text(json.dumps(payload, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return target
+
+
+def release_line(engine: str, version: str) -> str:
+    """vLLM's minor (``0.10``); SGLang's ``x.y.z`` (SGLang ships a release line per patch number)."""
+    release = Version(version).release
+    return ".".join(map(str, release[:2] if engine == "vllm" else release[:3]))
+
+
+def surface(schema: EngineSchema) -> dict[str, Any]:
+    """What a release accepts and does: everything but its version and how it was obtained."""
+    data = schema.to_json_dict()
+    for key in ("version", "source", "provenance"):
+        data.pop(key, None)
+    return data
+
+
+def schema_from_record(record: dict[str, Any]) -> EngineSchema:
+    """The snapshot of one raw record written by scripts/snapshot_all.py."""
+    engine = str(record["engine"])
+    schema = FROM_REPLY[engine](dict(record["reply"]))
+    for key in _LOCAL_KEYS:
+        schema.provenance.pop(key, None)
+    schema.provenance.update(
+        {
+            "installed_by": record.get("installed_by"),
+            "overlay": bool(record.get("overlay")),
+            "probe_hash": record.get("probe_hash"),
+            "install_figures": record.get("figures"),
+        }
+    )
+    schema.source = "snapshot"
+    return schema
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _share(value: Any, objects: dict[str, Any]) -> dict[str, str]:
+    key = _digest(value)
+    objects.setdefault(key, value)
+    return {store.SHARED_KEY: key}
+
+
+def compact(payload: dict[str, Any], objects: dict[str, Any]) -> dict[str, Any]:
+    """Move the bulky values (each parameter, each CLI flag, the model registry) into ``objects``."""
+    out = dict(payload)
+    out["parameters"] = {name: _share(spec, objects) for name, spec in payload["parameters"].items()}
+    out["cli_flags"] = [_share(flag, objects) for flag in payload["cli_flags"]]
+    if payload.get("model_architectures"):
+        out["model_architectures"] = _share(payload["model_architectures"], objects)
+    return out
+
+
+def _sort_key(version: str) -> Version:
+    try:
+        return Version(version)
+    except InvalidVersion:
+        return Version("0")
+
+
+def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> list[str]:
+    """Write ``folder`` from ``records`` (one per release); returns one line per release."""
+    schemas = sorted((schema_from_record(record) for record in records), key=lambda s: _sort_key(s.version))
+    objects: dict[str, Any] = {}
+    same_surface: dict[str, str] = {}
+    written: list[str] = []
+    lines: list[str] = []
+    previous: tuple[str, str, dict[str, Any]] | None = None  # (line, kept version, surface)
+    for schema in schemas:
+        line = release_line(engine, schema.version)
+        current = surface(schema)
+        if previous is not None and previous[0] == line and previous[2] == current:
+            same_surface[schema.version] = previous[1]
+            lines.append(f"{engine} {schema.version}: same surface as {previous[1]}")
+            continue
+        payload = compact(schema.to_json_dict(), objects)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{schema.version}.json").write_text(
+            json.dumps(payload, indent=None, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8"
+        )
+        written.append(schema.version)
+        how = "overlay" if schema.provenance.get("overlay") else "full install"
+        lines.append(f"{engine} {schema.version}: written ({how}, {len(schema.problems)} problems)")
+        previous = (line, schema.version, current)
+    built = {record["version"] for record in records}
+    for stale in folder.glob("*.json"):
+        version = stale.name[: -len(".json")]
+        if version.startswith("_"):
+            continue
+        # A release rebuilt from raw, or now an alias, replaces its old file; others stay as they were.
+        if version in built and version not in written:
+            stale.unlink()
+    shared = {"objects": dict(sorted(objects.items())), "same_surface": same_surface}
+    (folder / store.SHARED_FILE).write_text(
+        json.dumps(shared, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8"
+    )
+    return lines
+
+
+def build_from_raw(raw_dir: Path, engines: Iterable[str], folder: Path | None = None) -> list[str]:
+    """Build the shipped store of each engine from ``raw_dir/<engine>/*.json``."""
+    lines: list[str] = []
+    for engine in engines:
+        records = []
+        for path in sorted((raw_dir / engine).glob("*.json")):
+            try:
+                records.append(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                lines.append(f"{engine}: skipped {path.name}: {exc}")
+        target = (folder / engine) if folder else store.snapshot_dir(engine)
+        lines.extend(build_engine(engine, records, target))
+    store.clear_caches()
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

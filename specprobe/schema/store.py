@@ -11,6 +11,7 @@ from functools import lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -34,6 +35,40 @@ def _sort_key(version: str) -> tuple[int, Version | str]:
         return (0, version)
 
 
+SHARED_FILE = "_shared.json"
+SHARED_KEY = "$shared"
+
+
+@lru_cache(maxsize=4)
+def _shared(engine: str) -> dict[str, Any]:
+    """The engine's shared store: ``objects`` (values several snapshots hold, by content hash) and
+    ``same_surface`` (a patch release -> the release whose snapshot it is identical to)."""
+    entry = _engine_dir(engine).joinpath(SHARED_FILE)
+    try:
+        payload = json.loads(entry.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"objects": {}, "same_surface": {}}
+    except (OSError, ValueError) as exc:
+        raise SpecprobeError(f"snapshot store {engine}/{SHARED_FILE} is unreadable: {exc}") from None
+    if not isinstance(payload, dict):
+        raise SpecprobeError(f"snapshot store {engine}/{SHARED_FILE} is not a JSON object")
+    return {"objects": dict(payload.get("objects") or {}), "same_surface": dict(payload.get("same_surface") or {})}
+
+
+def expand(value: Any, objects: dict[str, Any]) -> Any:
+    """Replace every ``{"$shared": HASH}`` with the stored value."""
+    if isinstance(value, dict):
+        if len(value) == 1 and SHARED_KEY in value:
+            key = value[SHARED_KEY]
+            if key not in objects:
+                raise ValueError(f"shared value {key} is missing")
+            return expand(objects[key], objects)
+        return {name: expand(item, objects) for name, item in value.items()}
+    if isinstance(value, list):
+        return [expand(item, objects) for item in value]
+    return value
+
+
 @lru_cache(maxsize=8)
 def _listing(engine: str) -> tuple[str, ...]:
     if engine not in ENGINES:
@@ -41,8 +76,14 @@ def _listing(engine: str) -> tuple[str, ...]:
     folder = _engine_dir(engine)
     if not folder.is_dir():
         return ()
-    names = [entry.name[: -len(".json")] for entry in folder.iterdir() if entry.name.endswith(".json")]
-    return tuple(sorted(names, key=_sort_key))
+    names = [
+        entry.name[: -len(".json")]
+        for entry in folder.iterdir()
+        if entry.name.endswith(".json") and not entry.name.startswith("_")
+    ]
+    # Patch releases whose surface equals an earlier release's are shipped as that snapshot.
+    names.extend(version for version, twin in _shared(engine)["same_surface"].items() if twin in names)
+    return tuple(sorted(set(names), key=_sort_key))
 
 
 def known_versions(engine: str) -> list[str]:
@@ -66,9 +107,15 @@ def _match(engine: str, version: str) -> str | None:
 
 @lru_cache(maxsize=32)
 def _read(engine: str, version: str) -> EngineSchema:
+    shared = _shared(engine)
+    twin = shared["same_surface"].get(version)
+    if twin is not None:
+        schema = _read(engine, twin).copy(version=version)
+        schema.provenance["same_surface_as"] = twin
+        return schema
     entry = _engine_dir(engine).joinpath(f"{version}.json")
     try:
-        payload = json.loads(entry.read_text(encoding="utf-8"))
+        payload = expand(json.loads(entry.read_text(encoding="utf-8")), shared["objects"])
         schema = EngineSchema.from_dict(payload)
     except (OSError, ValueError) as exc:
         # A shipped snapshot that does not parse is a packaging bug; say which file.
@@ -106,3 +153,10 @@ def nearest_version(engine: str, version: str) -> str | None:
         return None
     older = [known for known in _listing(engine) if _sort_key(known)[0] == 1 and Version(known) <= wanted]
     return older[-1] if older else None
+
+
+def clear_caches() -> None:
+    """Forget what was read (after the store was rewritten)."""
+    _shared.cache_clear()
+    _listing.cache_clear()
+    _read.cache_clear()

