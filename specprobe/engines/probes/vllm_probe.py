@@ -220,6 +220,19 @@ def extract_cpu_head_sizes(problems: list[str]) -> list[int] | None:
                         return [int(size) for size in ast.literal_eval(inner.value)]
                     except (ValueError, TypeError):
                         break
+    # Up to 0.11 the list sat in _PagedAttention.validate_head_size (``SUPPORT_HS = [...]``), the
+    # implementation used unless Intel's IPEX is installed.
+    for node in ast.walk(tree) if tree is not None else ():
+        if not (isinstance(node, ast.ClassDef) and node.name == "_PagedAttention"):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.FunctionDef) and inner.name == "validate_head_size":
+                for statement in ast.walk(inner):
+                    if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.List):
+                        try:
+                            return [int(size) for size in ast.literal_eval(statement.value)]
+                        except (ValueError, TypeError):
+                            break
     problems.append("cpu attention head sizes: cpu_attn.py has no literal get_supported_head_sizes")
     return None
 
