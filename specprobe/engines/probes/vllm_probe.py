@@ -162,7 +162,35 @@ def extract_eagle3_gate(cls: type, problems: list[str]) -> tuple[list[str] | Non
                 except ValueError:
                     problems.append(f"{name} is not a literal list")
                     return None, None
-                return values, {"variable": name, "methods": gated_methods(tree, name)}
+                # Every release with a list matches an entry as a substring of the target's model_type.
+                return values, {"variable": name, "methods": gated_methods(tree, name), "match": "substring"}
+    return inline_gate(tree)
+
+
+def inline_gate(tree: ast.AST) -> tuple[list[str] | None, dict[str, Any] | None]:
+    """The first form (0.8.5, 0.9): ``if self.method == "eagle3" and ... "llama" not in ...model_type``."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        methods = []
+        names = []
+        for compare in ast.walk(node.test):
+            if not isinstance(compare, ast.Compare):
+                continue
+            if getattr(compare.left, "attr", None) == "method":
+                methods.extend(
+                    item.value for item in ast.walk(compare)
+                    if isinstance(item, ast.Constant) and isinstance(item.value, str)
+                )
+            elif (
+                isinstance(compare.left, ast.Constant)
+                and isinstance(compare.left.value, str)
+                and isinstance(compare.ops[0], ast.NotIn)
+                and getattr(compare.comparators[0], "attr", None) == "model_type"
+            ):
+                names.append(compare.left.value)
+        if names and "eagle3" in methods:
+            return names, {"variable": None, "methods": list(dict.fromkeys(methods)), "match": "substring"}
     return None, None
 
 
