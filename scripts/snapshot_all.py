@@ -19,7 +19,9 @@ over the dependencies of a provisioned engine venv (``--overlay``); the provenan
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -29,7 +31,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -194,6 +196,19 @@ def log(message: str) -> None:
     sys.stderr.flush()
 
 
+@contextlib.contextmanager
+def install_lock() -> Iterator[None]:
+    """One install at a time across workers (one per engine may run side by side; installs unpack
+    gigabytes and must not run two at once on this shared machine)."""
+    HOME_CACHE.mkdir(parents=True, exist_ok=True)
+    with (HOME_CACHE / "snapshot-install.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def make_venv(venv: Path) -> Path:
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run(["uv", "venv", "-q", "--python", PYTHON, str(venv)], check=True, env=uv_env())
@@ -302,11 +317,14 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
     logfile = HOME_CACHE / "snapshot-logs" / f"{release.name}.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
     if free_bytes() < MIN_FREE:
-        log(f"free disk {free_bytes() / 2**30:.1f} GiB: emptying the uv cache and kept venvs")
-        for old in VENVS.glob("*"):
-            if old != venv:
-                shutil.rmtree(old, ignore_errors=True)
-        subprocess.run(["uv", "cache", "clean"], env=uv_env(), check=False, capture_output=True)
+        with install_lock():
+            log(f"free disk {free_bytes() / 2**30:.1f} GiB: emptying the uv cache and the finished venvs")
+            for old in VENVS.glob("*"):
+                engine, _, version = old.name.partition("-")
+                # A venv without a raw reply yet may be another worker's, mid-probe.
+                if old != venv and raw_path(Release(engine, version)).is_file():
+                    shutil.rmtree(old, ignore_errors=True)
+            subprocess.run(["uv", "cache", "clean"], env=uv_env(), check=False, capture_output=True)
     cache_before = folder_bytes(UV_CACHE) if UV_CACHE.exists() else 0
     started = time.monotonic()
     python = venv / "bin" / "python"
@@ -322,7 +340,8 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
         how = marker.read_text(encoding="utf-8").strip()
     else:
         try:
-            python, how = (install_overlay if overlay else install_full)(release, venv, logfile)
+            with install_lock():
+                python, how = (install_overlay if overlay else install_full)(release, venv, logfile)
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             reason = install_failure(logfile) or type(exc).__name__
             if overlay:
@@ -333,7 +352,8 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
             # index): fall back to the overlay and say why in the provenance.
             log(f"{release.name}: full install failed ({reason}); overlay instead")
             try:
-                python, how = install_overlay(release, venv, logfile)
+                with install_lock():
+                    python, how = install_overlay(release, venv, logfile)
             except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
                 log(f"{release.name}: overlay install failed too; see {logfile}")
                 shutil.rmtree(venv, ignore_errors=True)
@@ -353,6 +373,11 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
             shutil.rmtree(venv, ignore_errors=True)
         return False
     probed = time.monotonic()
+    if " (overlay)" in how and any(str(problem).startswith("cli options") for problem in reply.get("problems") or []):
+        # The borrowed dependencies do not fit this release's server code: not a snapshot of it.
+        log(f"{release.name}: overlay probe could not read the options: {reply['problems'][0][:200]}")
+        shutil.rmtree(venv, ignore_errors=True)
+        return False
     sources = keep_sources(release, python)
     record: dict[str, Any] = {
         "engine": release.engine,

