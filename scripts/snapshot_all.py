@@ -411,6 +411,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=sorted(RANGES), action="append")
     parser.add_argument("--only", help="comma-separated versions")
     parser.add_argument("--limit", type=int, help="stop after this many installs")
+    parser.add_argument(
+        "--newest-first", action="store_true",
+        help="newest releases first (old ones that need the overlay then find a close full install to borrow)",
+    )
     parser.add_argument("--overlay", action="store_true", help="overlay install (see the module docstring)")
     parser.add_argument(
         "--drop-venv", action="store_true", help="delete each venv after extraction (else kept until disk runs low)"
@@ -424,6 +428,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(line + "\n")
         return 0
     releases = plan(engines)
+    if args.newest_first:
+        releases.sort(key=lambda release: (release.engine, Version(release.version)), reverse=True)
     if args.only:
         wanted = set(args.only.split(","))
         releases = [release for release in releases if release.version in wanted]

@@ -36,6 +36,12 @@ class SchemaDiff:
     cli_flags_added: list[str] = field(default_factory=list)
     cli_flags_removed: list[str] = field(default_factory=list)
     eagle3_target_supported: Change | None = None
+    model_architectures_added: list[str] = field(default_factory=list)
+    model_architectures_removed: list[str] = field(default_factory=list)
+    self_drafting_architectures_added: list[str] = field(default_factory=list)
+    self_drafting_architectures_removed: list[str] = field(default_factory=list)
+    facts_changed: list[Change] = field(default_factory=list)
+    """auto_resolved_flags, eagle3_fc_inputs, eagle3_layer_prefixes, cpu_attention_head_sizes."""
 
     @property
     def empty(self) -> bool:
@@ -47,6 +53,9 @@ class SchemaDiff:
 
     def to_json_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+_FACTS = ("auto_resolved_flags", "eagle3_fc_inputs", "eagle3_layer_prefixes", "cpu_attention_head_sizes")
 
 
 def _added(old: list[str], new: list[str]) -> list[str]:
@@ -81,6 +90,16 @@ def diff_schemas(old: EngineSchema, new: EngineSchema) -> SchemaDiff:
             result.parameters_retyped.append(Change(name=name, old=before.type, new=spec.type))
         if before.default != spec.default:
             result.defaults_changed.append(Change(name=name, old=before.default, new=spec.default))
+    result.model_architectures_added = _added(old.model_architectures, new.model_architectures)
+    result.model_architectures_removed = _added(new.model_architectures, old.model_architectures)
+    result.self_drafting_architectures_added = _added(old.self_drafting_architectures, new.self_drafting_architectures)
+    result.self_drafting_architectures_removed = _added(
+        new.self_drafting_architectures, old.self_drafting_architectures
+    )
+    for name in _FACTS:
+        before, after = getattr(old, name), getattr(new, name)
+        if before != after:
+            result.facts_changed.append(Change(name=name, old=before, new=after))
     if old.eagle3_target_supported != new.eagle3_target_supported:
         result.eagle3_target_supported = Change(
             name="eagle3_target_supported", old=old.eagle3_target_supported, new=new.eagle3_target_supported

@@ -55,7 +55,7 @@ def default_text(spec: ParameterSpec) -> str:
 def headline(schema: EngineSchema) -> str:
     title = ENGINE_TITLES.get(schema.engine, schema.engine)
     where = "live" if schema.source == "live" else "snapshot"
-    return f"{title} {schema.version} ({where})"
+    return f"{title} {schema.version_label()} ({where})"
 
 
 def _console(buffer: io.StringIO, color: bool) -> Console:
@@ -67,12 +67,34 @@ def _console(buffer: io.StringIO, color: bool) -> Console:
 def provenance_text(schema: EngineSchema) -> str:
     """Where a schema came from, in one line."""
     facts = schema.provenance
-    parts = [f"extracted {str(facts.get('extracted_at', '?'))[:10]}"]
+    parts = [f"extracted {str(facts['extracted_at'])[:10]}"] if facts.get("extracted_at") else []
+    if facts.get("same_surface_as"):
+        parts.append(f"surface identical to {facts['same_surface_as']}")
     if facts.get("python"):
         parts.append(f"Python {facts['python']}")
     if facts.get("installed_by"):
         parts.append(str(facts["installed_by"]))
     return "; ".join(parts)
+
+
+def fact_lines(schema: EngineSchema) -> list[str]:
+    """The facts rules build on, one line each (only those the schema has)."""
+    lines = []
+    if schema.eagle3_fc_inputs or schema.eagle3_layer_prefixes:
+        sizing = {"3": "3 x target hidden", "aux_layer_ids": "len(aux layer ids) x target hidden"}
+        fc = sizing.get(schema.eagle3_fc_inputs or "", "unknown")
+        prefixes = ", ".join(schema.eagle3_layer_prefixes) or "unknown"
+        lines.append(f"Llama EAGLE-3 drafter: fc in-features {fc}; layer keys {prefixes}")
+    if schema.auto_resolved_flags:
+        resolved = "; ".join(f"{name}: {', '.join(flags)}" for name, flags in schema.auto_resolved_flags.items())
+        lines.append(f"filled when unset: {resolved}")
+    if schema.self_drafting_architectures:
+        lines.append(f"draft path defaults to the target for: {', '.join(schema.self_drafting_architectures)}")
+    if schema.cpu_attention_head_sizes is not None:
+        lines.append(f"CPU attention head sizes: {', '.join(map(str, schema.cpu_attention_head_sizes))}")
+    if schema.model_architectures:
+        lines.append(f"model registry: {len(schema.model_architectures)} architectures")
+    return lines
 
 
 def render_text(schema: EngineSchema, *, color: bool = False) -> str:
@@ -89,6 +111,8 @@ def render_text(schema: EngineSchema, *, color: bool = False) -> str:
     console.print(methods)
     if schema.reserved_methods:
         console.print(f"reserved aliases: {escape(', '.join(schema.reserved_methods))}")
+    for line in fact_lines(schema):
+        console.print(escape(line))
     params = Table(title="User-settable parameters", title_justify="left")
     # SGLang users type the flag; vLLM users write the key inside --speculative-config.
     by_flag = schema.engine == "sglang"
@@ -183,6 +207,14 @@ def _diff_sections(result: SchemaDiff) -> list[tuple[str, list[str]]]:
         ("draft architectures removed", result.draft_architectures_removed),
         ("CLI flags added", result.cli_flags_added),
         ("CLI flags removed", result.cli_flags_removed),
+        ("model architectures added", result.model_architectures_added),
+        ("model architectures removed", result.model_architectures_removed),
+        ("self-drafting targets added", result.self_drafting_architectures_added),
+        ("self-drafting targets removed", result.self_drafting_architectures_removed),
+        (
+            "facts changed",
+            [f"{item.name}: {json.dumps(item.old)} -> {json.dumps(item.new)}" for item in result.facts_changed],
+        ),
         (
             "EAGLE-3 target gate",
             [f"{result.eagle3_target_supported.old} -> {result.eagle3_target_supported.new}"]
