@@ -429,7 +429,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     releases = plan(engines)
     if args.newest_first:
-        releases.sort(key=lambda release: (release.engine, Version(release.version)), reverse=True)
+        # Still every line's first release before the patch releases.
+        firsts = {release for index, release in enumerate(releases) if release.line not in {
+            other.line for other in releases[:index] if other.engine == release.engine}}
+        releases.sort(key=lambda release: (release in firsts, Version(release.version)), reverse=True)
     if args.only:
         wanted = set(args.only.split(","))
         releases = [release for release in releases if release.version in wanted]
