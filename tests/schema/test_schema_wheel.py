@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -30,19 +32,30 @@ def test_wheel_serves_snapshots_from_outside_the_repo(tmp_path):
     )
     wheel = next(wheels.glob("specprobe-*.whl"))
     venv = tmp_path / "venv"
-    # The dependencies (typer, rich, ...) come from this interpreter's site-packages; specprobe
-    # itself only from the wheel.
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
+    # The dependencies (typer, rich, ...) come from this interpreter's own site-packages, whatever
+    # it is: a venv's --system-site-packages would see only the base interpreter's, not an outer
+    # venv's. Plain path lines in a .pth are appended after the new venv's own site-packages (so the
+    # wheel's specprobe comes first) and the .pth files there are not run (so no editable install
+    # of specprobe is activated).
+    own_site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    outer = [path for path in site.getsitepackages() + [site.getusersitepackages()] if Path(path).is_dir()]
+    Path(own_site, "zz-outer-site.pth").write_text("\n".join(outer) + "\n", encoding="utf-8")
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
         check=True, capture_output=True, text=True, timeout=300,
     )
     outside = tmp_path / "elsewhere"
     outside.mkdir()
+    # PYTHONPATH (a source checkout on it) would shadow the installed wheel.
+    clean_env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     where = subprocess.run(
         [str(python), "-c", "import specprobe; print(specprobe.__file__)"],
-        cwd=outside, check=True, capture_output=True, text=True,
+        cwd=outside, check=True, capture_output=True, text=True, env=clean_env,
     ).stdout.strip()
     assert Path(where).is_relative_to(venv), where
     shipped = sorted(p.name for p in (Path(where).parent / "data" / "schemas" / "vllm").glob("*.json"))
