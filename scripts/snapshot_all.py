@@ -424,7 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "build":
         from specprobe.schema.snapshot import build_from_raw
 
-        for line in build_from_raw(RAW, engines):
+        hashes = {engine: probe_hash(engine) for engine in engines}
+        for line in build_from_raw(RAW, engines, probe_hashes=hashes):
             sys.stdout.write(line + "\n")
         return 0
     releases = plan(engines)

