@@ -99,13 +99,26 @@ def _strings(
     return words, lines, origins
 
 
-def _environment(container: LineDict) -> dict[str, str]:
-    """The container's env with values known from the file, each expanded against the ones before it."""
+def _environment(container: LineDict, config_data: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The container's env with values known from the file (``value``, and ConfigMaps of the same file
+    through ``envFrom`` or ``configMapKeyRef``), each expanded against the ones before it."""
     env: dict[str, str] = {}
+    for source in container.get("envFrom") or []:
+        ref = source.get("configMapRef") if isinstance(source, dict) else None
+        if isinstance(ref, dict) and ref.get("name") in config_data:
+            prefix = str(source.get("prefix") or "")
+            env.update({prefix + key: value for key, value in config_data[ref["name"]].items()})
     for item in container.get("env") or []:
-        if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        if "value" in item:
             value = item.get("value")
             env[item["name"]] = expand_references("" if value is None else str(value), env)
+            continue
+        value_from = item.get("valueFrom")
+        ref = value_from.get("configMapKeyRef") if isinstance(value_from, dict) else None
+        if isinstance(ref, dict) and ref.get("name") in config_data and ref.get("key") in config_data[ref["name"]]:
+            env[item["name"]] = config_data[ref["name"]][ref["key"]]
     return env
 
 
@@ -120,11 +133,17 @@ def _device(container: LineDict) -> str | None:
 
 
 def _container(
-    container: LineDict, name: str, file: str, base_dir: Path, configs: dict[str, LineDict]
+    container: LineDict,
+    name: str,
+    file: str,
+    base_dir: Path,
+    configs: dict[str, LineDict],
+    *,
+    config_data: dict[str, dict[str, str]],
 ) -> tuple[list[Deployment], list[Finding]]:
     problems: list[Finding] = []
     image = container.get("image") if isinstance(container.get("image"), str) else None
-    env = _environment(container)
+    env = _environment(container, config_data)
     command = _strings(container, "command", name, problems)
     args = _strings(container, "args", name, problems)
     words: list[str] = []
@@ -215,6 +234,13 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
     findings: list[Finding] = []
     objects = _documents(documents)
     configs = _config_maps(objects, file)
+    config_data = {
+        str(obj["metadata"].get("name")): {str(k): str(v) for k, v in obj["data"].items() if v is not None}
+        for obj in objects
+        if obj.get("kind") == "ConfigMap"
+        and isinstance(obj.get("data"), dict)
+        and isinstance(obj.get("metadata"), dict)
+    }
     for obj in objects:
         kind = str(obj.get("kind") or "Object")
         metadata = obj.get("metadata")
@@ -230,7 +256,7 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
                     container_name = str(container.get("name") or f"{list_key}[{index}]")
                     section = "initContainer" if list_key == "initContainers" else "container"
                     name = f"k8s/{kind}/{object_name}/{section}/{container_name}"
-                    found, notes = _container(container, name, file, base_dir, configs)
+                    found, notes = _container(container, name, file, base_dir, configs, config_data=config_data)
                     deployments.extend(found)
                     findings.extend(notes)
     return deployments, findings

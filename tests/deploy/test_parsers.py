@@ -557,3 +557,35 @@ def deployment_model(argv: list[str]) -> str | None:
     from specprobe.deploy.argv import parse_command
 
     return parse_command(argv).model
+
+
+def test_env_from_configmaps_of_the_same_file(tmp_path):
+    text = textwrap.dedent(
+        """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: model}
+        data:
+          MODEL: Qwen/Qwen3-8B
+          DRAFT: AngelSlim/Qwen3-8B_eagle3
+        ---
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: qwen}
+        spec:
+          template:
+            spec:
+              containers:
+                - name: vllm
+                  image: vllm/vllm-openai:v0.33.0
+                  envFrom: [{configMapRef: {name: model}, prefix: CFG_}]
+                  env:
+                    - name: D
+                      valueFrom: {configMapKeyRef: {name: model, key: DRAFT}}
+                  command: ["/bin/sh", "-c"]
+                  args:
+                    - 'vllm serve $CFG_MODEL --speculative-config "{\\"method\\": \\"eagle3\\", \\"model\\": \\"$(D)\\"}"'
+        """
+    )
+    (deployment,), _ = load_deployments(_write(tmp_path, "cm.yaml", text))
+    assert (deployment.target, deployment.draft) == ("Qwen/Qwen3-8B", "AngelSlim/Qwen3-8B_eagle3")
