@@ -584,7 +584,7 @@ def test_env_from_configmaps_of_the_same_file(tmp_path):
                       valueFrom: {configMapKeyRef: {name: model, key: DRAFT}}
                   command: ["/bin/sh", "-c"]
                   args:
-                    - 'vllm serve $CFG_MODEL --speculative-config "{\\"method\\": \\"eagle3\\", \\"model\\": \\"$(D)\\"}"'
+                    - 'vllm serve $CFG_MODEL --speculative-config "{\\"method\\":\\"eagle3\\",\\"model\\":\\"$(D)\\"}"'
         """
     )
     (deployment,), _ = load_deployments(_write(tmp_path, "cm.yaml", text))
