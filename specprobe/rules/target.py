@@ -187,10 +187,14 @@ def _max_position(ctx: CheckContext, draft_mpe: int, target_mpe: int) -> Iterato
                 "the draft's max_position_embeddings"
             )
             hint = f"set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, or --context-length {shown_draft} or less"
+        # vLLM's overflow is silent (wrong drafts) at its default max_model_len: a warning. SGLang's refusal
+        # is loud, at start-up, and only at a serving context the checkpoint cannot show (--context-length
+        # at or below the draft's, the usual setting for long-context targets, starts cleanly): info.
+        silent = behaviour.value == "overflow"
         yield MAX_POSITION.finding(
             f"{engine}=={version}: draft max_position_embeddings {shown_draft} < target's {shown_target}; {what}",
             location="config.json:max_position_embeddings",
-            severity=Severity.WARNING if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.INFO,
+            severity=Severity.WARNING if silent and (ctx.engine_explicit or len(ctx.engines) == 1) else Severity.INFO,
             hint=hint,
             evidence=(behaviour.evidence,),
         )
