@@ -101,8 +101,10 @@ def read_bounded(path: Path, *, max_bytes: int, what: str) -> bytes:
         size = os.fstat(handle.fileno()).st_size
         if size > max_bytes:
             raise UntrustedInputError(f"{what} is {size} bytes, above the {max_bytes}-byte limit specprobe reads")
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:  # the file grew after its size was read
+        # read(n) allocates n bytes up front: ask for what the file holds (plus one byte, to notice a file
+        # that grew since its size was read), not for the limit.
+        data = handle.read(size + 1)
+    if len(data) > max_bytes:
         raise UntrustedInputError(f"{what} is larger than the {max_bytes}-byte limit specprobe reads")
     return data
 

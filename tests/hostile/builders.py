@@ -65,3 +65,39 @@ def make_sparse_tensor(folder: Path, name: str = "lm_head.weight", gigabytes: in
 
 def nested(depth: int, leaf: str = "0") -> str:
     return "[" * depth + leaf + "]" * depth
+
+
+SENTINEL = "sentinel-created-by-input-code"
+
+
+class TouchOnUnpickle:
+    """Unpickling this object creates a file: the proof that something executed pickle code."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (Path.touch, (self.path,))
+
+
+def folder_fingerprint(folder: Path) -> dict[str, str]:
+    """Names, link targets, sizes, mtimes and content hashes under ``folder`` (links not followed;
+    multi-GB sparse files hashed by their first MiB plus size and mtime)."""
+    import hashlib
+    import stat
+
+    state: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(folder))
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                state[rel] = "link:" + os.readlink(path)
+            elif stat.S_ISREG(info.st_mode):
+                with path.open("rb") as handle:
+                    digest = hashlib.sha256(handle.read(2**20)).hexdigest()
+                state[rel] = f"{info.st_size}:{info.st_mtime_ns}:{digest}"
+            else:
+                state[rel] = f"mode:{stat.S_IFMT(info.st_mode)}"
+    return state
