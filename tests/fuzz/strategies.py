@@ -47,7 +47,8 @@ SCALARS = st.one_of(
 JSON_VALUES = st.recursive(
     SCALARS,
     lambda children: st.one_of(
-        st.lists(children, max_size=5), st.dictionaries(st.one_of(st.text(max_size=10), NASTY_TEXT), children, max_size=5)
+        st.lists(children, max_size=5),
+        st.dictionaries(st.one_of(st.text(max_size=10), NASTY_TEXT), children, max_size=5),
     ),
     max_leaves=25,
 )

@@ -16,11 +16,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from hostile.builders import SENTINEL, TouchOnUnpickle, folder_fingerprint, make_sparse_tensor, valid_draft
 from hostile.cli import invoke, run_cli
+from hypothesis import given
+from hypothesis import strategies as st
 
 from .conftest import EXAMPLES
 from .strategies import HEADERS, JSON_VALUES, NASTY_TEXT, dumps, hostile_snippets
@@ -53,7 +52,7 @@ MUTATIONS = st.one_of(
 )  # fmt: skip
 
 
-def _apply(folder: Path, sandbox: Path, mutation: tuple) -> None:  # noqa: C901 - one branch per mutation kind
+def _apply(folder: Path, sandbox: Path, mutation: tuple) -> None:
     kind = mutation[0]
     config = folder / "config.json"
     weights = folder / "model.safetensors"

@@ -3,6 +3,7 @@ and time and memory stay bounded however the input is shaped."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
 import time
@@ -112,10 +113,14 @@ def test_vocab_maps_decode_or_raise_value_error(dtype: str, data: bytes) -> None
     assert len(values) <= len(data)
 
 
+def _smoke_result(value: object) -> str:
+    return dumps({"command": "smoke", "subject": {"target": "t"}, "acceptance_rate": value, "speedup": value,
+                  "ci95": value})  # fmt: skip
+
+
 @EXAMPLES
-@given(st.one_of(JSON_TEXTS, JSON_VALUES.map(lambda v: dumps({"command": "smoke", "subject": {"target": "t"},
-                                                               "acceptance_rate": v, "speedup": v, "ci95": v}))))
-def test_smoke_results_load_or_are_a_usage_error(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:  # fmt: skip
+@given(st.one_of(JSON_TEXTS, JSON_VALUES.map(_smoke_result)))
+def test_smoke_results_load_or_are_a_usage_error(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     path = tmp_path_factory.mktemp("smoke") / "result.json"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
@@ -144,10 +149,8 @@ def test_matrix_yaml_loads_or_is_a_matrix_error(tmp_path_factory: pytest.TempPat
     path = tmp_path_factory.mktemp("matrix") / "extra.yaml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     started = time.monotonic()
-    try:
+    with contextlib.suppress(MatrixError):
         load_file(path)
-    except MatrixError:
-        pass
     assert time.monotonic() - started < 10
 
 

@@ -93,7 +93,7 @@ def folder_fingerprint(folder: Path) -> dict[str, str]:
             rel = str(path.relative_to(folder))
             info = path.lstat()
             if stat.S_ISLNK(info.st_mode):
-                state[rel] = "link:" + os.readlink(path)
+                state[rel] = "link:" + str(path.readlink())
             elif stat.S_ISREG(info.st_mode):
                 with path.open("rb") as handle:
                     digest = hashlib.sha256(handle.read(2**20)).hexdigest()
