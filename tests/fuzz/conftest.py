@@ -3,7 +3,9 @@ fast and steady on a loaded CI machine; ``SPECPROBE_FUZZ_EXAMPLES`` raises the c
 
 from __future__ import annotations
 
+import contextlib
 import os
+import warnings
 
 from hypothesis import HealthCheck, settings
 
@@ -15,3 +17,11 @@ settings.register_profile(
     database=None,
 )
 EXAMPLES = settings.get_profile("specprobe-fuzz")
+
+# On a failure hypothesis imports libcst to suggest a patch; libcst's import emits a DeprecationWarning
+# that filterwarnings=error turns into a pytest INTERNALERROR hiding the falsifying example. Importing
+# it here first, with that warning ignored, keeps failures readable.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    with contextlib.suppress(ImportError):
+        import hypothesis.extra._patching  # noqa: F401
