@@ -96,6 +96,7 @@ ROPE_INTERLEAVE = rule(
     f"{_VLLM_LINES}#L553",
     f"{_HF_MODELING}#L453",
     _MEASURED,
+    "docs/real-engine/README.md#results",
     why=(
         'transformers honours rope_interleave (default true, GPT-J-style); with false it rotates NeoX-style. '
         "vLLM's DeepSeek attention always builds its rotary embedding with is_neox_style=False."

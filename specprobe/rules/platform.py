@@ -68,6 +68,7 @@ CPU_HEAD_SIZE = rule(
     "engine starts, then its first request fails (`Unsupported CPU attention configuration: head_dim=N`).",
     f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
     "docs/evidence/vllm-cpu-measured.md",
+    "docs/real-engine/README.md#results",
     why=(
         "vLLM's CPU attention has kernels for a fixed list of head sizes; other sizes load, then kill the "
         'engine at the first request (`Unsupported CPU attention configuration`), which the server reports '
