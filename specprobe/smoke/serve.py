@@ -225,14 +225,14 @@ def log_tail(log: str, lines: int = 8) -> str:
     return "\n".join(kept)
 
 
-class TerminatedError(Exception):
-    """SIGTERM/SIGHUP while an engine runs: unwinds through the cleanup like Ctrl-C does."""
+class TerminatedError(SpecprobeError):
+    """SIGTERM/SIGHUP while an engine runs: unwinds through the cleanup like Ctrl-C does, then exit 2."""
 
 
 @contextlib.contextmanager
 def _stop_on_signals() -> Iterator[None]:
     def handler(signum: int, _frame: FrameType | None) -> None:
-        raise TerminatedError(signal.Signals(signum).name)
+        raise TerminatedError(f"stopped by {signal.Signals(signum).name}; the engine was stopped too")
 
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     installed = False

@@ -204,3 +204,26 @@ def test_served_runs_record_as_measured_matrix_entries(tmp_path: Path) -> None:
     control = runner.invoke(app, ["matrix", "record", str(RESULTS / "llama-ngram.json"), "--target", str(mla)])
     assert control.exit_code == 0, control.output
     assert "methods:\n  - ngram" in control.stdout and "draft:" not in control.stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_specprobe_stops_the_engine(tmp_path: Path, sig: signal.Signals) -> None:
+    pid_file = tmp_path / "engine.pid"
+    body = f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n"
+    env = {**os.environ, **_stand_in_engine(tmp_path / "engine", body)}
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(Path(__file__).resolve().parents[2])])
+    specprobe = subprocess.Popen(
+        [sys.executable, "-m", "specprobe", "smoke", "--serve", "--python", sys.executable, "--timeout", "120",
+         "--no-progress", "--", "vllm", "serve", "/m/t"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    engine = int(pid_file.read_text())
+    specprobe.send_signal(sig)
+    _, stderr = specprobe.communicate(timeout=60)
+    assert specprobe.returncode in (1, 2, 130, -sig), stderr
+    assert b"Traceback" not in stderr
+    with pytest.raises(ProcessLookupError):
+        os.kill(engine, 0)
