@@ -449,10 +449,31 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if args.limit is not None and done >= args.limit:
             break
-        log(f"{release.name}: installing")
-        extract(release, overlay=args.overlay, keep_venv=not args.drop_venv)
+        with claim(release) as mine:
+            # Another worker (one per engine and direction may run) has this release.
+            if not mine or is_current(release, digests[release.engine]):
+                continue
+            log(f"{release.name}: installing")
+            extract(release, overlay=args.overlay, keep_venv=not args.drop_venv)
         done += 1
     return 0
+
+
+@contextlib.contextmanager
+def claim(release: Release) -> Iterator[bool]:
+    """A per-release lock, taken without waiting: True when this worker got it."""
+    folder = HOME_CACHE / "snapshot-claims"
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f"{release.name}.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 if __name__ == "__main__":

