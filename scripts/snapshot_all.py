@@ -308,6 +308,17 @@ def keep_sources(release: Release, python: Path) -> Path | None:
     return target
 
 
+def free_space(venv: Path) -> None:
+    """Empty the uv cache and delete the venvs whose reply is kept (the caller holds the install lock)."""
+    log(f"free disk {free_bytes() / 2**30:.1f} GiB: emptying the uv cache and the finished venvs")
+    for old in VENVS.glob("*"):
+        engine, _, version = old.name.partition("-")
+        # A venv without a raw reply yet may be another worker's, mid-probe.
+        if old != venv and raw_path(Release(engine, version)).is_file():
+            shutil.rmtree(old, ignore_errors=True)
+    subprocess.run(["uv", "cache", "clean"], env=uv_env(), check=False, capture_output=True)
+
+
 def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
     from specprobe.engines import PROBES
     from specprobe.engines._probe import run_probe
@@ -318,13 +329,9 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
     logfile.parent.mkdir(parents=True, exist_ok=True)
     if free_bytes() < MIN_FREE:
         with install_lock():
-            log(f"free disk {free_bytes() / 2**30:.1f} GiB: emptying the uv cache and the finished venvs")
-            for old in VENVS.glob("*"):
-                engine, _, version = old.name.partition("-")
-                # A venv without a raw reply yet may be another worker's, mid-probe.
-                if old != venv and raw_path(Release(engine, version)).is_file():
-                    shutil.rmtree(old, ignore_errors=True)
-            subprocess.run(["uv", "cache", "clean"], env=uv_env(), check=False, capture_output=True)
+            # Checked again: another worker may have freed the space while this one waited.
+            if free_bytes() < MIN_FREE:
+                free_space(venv)
     cache_before = folder_bytes(UV_CACHE) if UV_CACHE.exists() else 0
     started = time.monotonic()
     python = venv / "bin" / "python"
