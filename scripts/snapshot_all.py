@@ -55,6 +55,10 @@ INSTALL_TIMEOUT_S = 1500
 # SGLang's EAGLE3 algorithm in 0.4.4
 # (https://github.com/sgl-project/sglang/blob/v0.4.4/python/sglang/srt/speculative/spec_info.py).
 RANGES: dict[str, tuple[str, str]] = {"vllm": ("0.8.5", "0.34.0"), "sglang": ("0.4.4", "0.5.23")}
+# Probe versions whose replies differ from the current probe's only in facts read from source files
+# (EAGLE-3 fc sizing followed one assignment further): ``refresh`` re-reads those facts from the
+# release's kept sources with the current probe code instead of installing the release again.
+SOURCE_ONLY_CHANGES = {"vllm": {"fc80a04fccd27bb1"}, "sglang": {"585bc25be4a40208"}}
 # Provisioned venvs whose dependencies an overlay install borrows.
 OVERLAY_BASES = {"vllm": "vllm-0.33.0", "sglang": "sglang-0.5.23"}
 
@@ -412,9 +416,57 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
     return True
 
 
+def refresh_source_facts(record: dict[str, Any], digest: str) -> bool:
+    """Re-read the source-read facts of ``record`` from its kept sources with the current probe code."""
+    import importlib.util
+    import tempfile
+
+    from specprobe.engines._probe import PROBES_DIR
+
+    sources = record.get("sources")
+    if not sources or not Path(sources).is_file():
+        return False
+    engine = record["engine"]
+    sys.path.insert(0, str(PROBES_DIR))
+    try:
+        import _common  # the probes' own helper module, loaded by path like the probes do
+
+        spec = importlib.util.spec_from_file_location(f"{engine}_probe", PROBES_DIR / f"{engine}_probe.py")
+        with tempfile.TemporaryDirectory() as folder:
+            with tarfile.open(sources) as archive:
+                archive.extractall(folder, filter="data")
+            original = _common.package_file
+
+            def in_sources(package: str, *parts: str) -> Path | None:
+                candidate = Path(folder, package, *parts)
+                return candidate if candidate.is_file() else None
+
+            _common.package_file = in_sources
+            try:
+                reply = record["reply"]
+                tree = _common.parse_file(in_sources(engine, *(
+                    ("model_executor", "models", "llama_eagle3.py") if engine == "vllm"
+                    else ("srt", "models", "llama_eagle3.py")
+                )))
+                reply["eagle3_fc_inputs"] = _common.eagle3_fc_inputs(tree)
+                reply["eagle3_layer_prefixes"] = _common.eagle3_layer_prefixes(tree)
+                if engine == "vllm" and spec is not None and spec.loader is not None:
+                    module = importlib.util.module_from_spec(spec)
+                    spec.loader.exec_module(module)
+                    problems: list[str] = []
+                    reply["cpu_attention_head_sizes"] = module.extract_cpu_head_sizes(problems)
+            finally:
+                _common.package_file = original
+    finally:
+        sys.path.remove(str(PROBES_DIR))
+    record["refreshed_from"] = record["probe_hash"]
+    record["probe_hash"] = digest
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["plan", "extract", "build"])
+    parser.add_argument("action", choices=["plan", "extract", "refresh", "build"])
     parser.add_argument("--engine", choices=sorted(RANGES), action="append")
     parser.add_argument("--only", help="comma-separated versions")
     parser.add_argument("--limit", type=int, help="stop after this many installs")
@@ -428,6 +480,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     engines = args.engine or sorted(RANGES, reverse=True)
+    if args.action == "refresh":
+        for engine in engines:
+            digest = probe_hash(engine)
+            for path in sorted((RAW / engine).glob("*.json")):
+                record = json.loads(path.read_text(encoding="utf-8"))
+                if record.get("probe_hash") in SOURCE_ONLY_CHANGES.get(engine, set()) and refresh_source_facts(
+                    record, digest
+                ):
+                    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+                    sys.stdout.write(f"{engine} {record['version']}: source facts re-read\n")
+        return 0
     if args.action == "build":
         from specprobe.schema.snapshot import build_from_raw
 
