@@ -74,6 +74,9 @@ def schema_from_record(record: dict[str, Any]) -> EngineSchema:
             "install_figures": record.get("figures"),
         }
     )
+    if record.get("refreshed_from"):
+        # Probed by an earlier probe; the facts read from source files were re-read by the current one.
+        schema.provenance["source_facts_reread_from_probe"] = record["refreshed_from"]
     schema.source = "snapshot"
     return schema
 
