@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Write the shipped schema snapshot of one engine release: specprobe/data/schemas/<engine>/<version>.json.
+# Every release at once, resumable and cached: scripts/snapshot_all.py (uv, one venv per release).
 # The release is installed in a throwaway venv that is deleted afterwards.
 #   scripts/snapshot-engine.sh vllm 0.18.0                      full install (pip install vllm==0.18.0)
 #   scripts/snapshot-engine.sh vllm 0.18.0 --overlay PYTHON     light install: the release's own package

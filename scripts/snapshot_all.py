@@ -396,6 +396,7 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
         "probe_hash": digest,
         "installed_by": how,
         "overlay": overlay or " (overlay)" in how,
+        "extracted_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
         "figures": {
             "install_seconds": round(installed - started, 1),
             "probe_seconds": round(probed - installed, 1),

@@ -11,6 +11,7 @@ release before them recorded there as aliases.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import hashlib
 import json
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from specprobe import __version__
 from specprobe.engines._probe import Interpreter, check_interpreter
 from specprobe.findings import SpecprobeError
 from specprobe.schema import store
@@ -28,7 +30,7 @@ from specprobe.schema.model import EngineSchema
 from specprobe.schema.replies import FROM_REPLY
 
 # Provenance keys that describe the machine that made the snapshot, not the release.
-_LOCAL_KEYS = ("interpreter", "interpreter_selected_by", "import_seconds", "probe_seconds", "extracted_at")
+_LOCAL_KEYS = ("interpreter", "interpreter_selected_by", "import_seconds", "probe_seconds")
 
 
 def write_snapshot(engine: str, python: Path, install: str | None = None, folder: Path | None = None) -> Path:
@@ -72,6 +74,8 @@ def schema_from_record(record: dict[str, Any]) -> EngineSchema:
             "overlay": bool(record.get("overlay")),
             "probe_hash": record.get("probe_hash"),
             "install_figures": record.get("figures"),
+            "extracted_at": record.get("extracted_at"),
+            "specprobe_version": __version__,
         }
     )
     if record.get("refreshed_from"):
@@ -165,6 +169,10 @@ def build_from_raw(
             except (OSError, ValueError) as exc:
                 lines.append(f"{engine}: skipped {path.name}: {exc}")
                 continue
+            if not record.get("extracted_at"):
+                # Replies written before the extraction time was recorded: the file's own time.
+                stamp = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).replace(microsecond=0)
+                record["extracted_at"] = stamp.isoformat()
             if probe_hashes and record.get("probe_hash") != probe_hashes.get(engine):
                 lines.append(f"{engine} {record.get('version')}: skipped, made by another probe")
                 continue
