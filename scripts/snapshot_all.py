@@ -47,7 +47,7 @@ RAW = HOME_CACHE / "snapshots-raw"
 SOURCES = HOME_CACHE / "engine-sources"
 PYTHON = os.environ.get("SPECPROBE_SNAPSHOT_PYTHON", sys.executable)
 # Other work shares this disk: below this many free bytes the uv cache is emptied before the next install.
-MIN_FREE = int(float(os.environ.get("SPECPROBE_SNAPSHOT_MIN_FREE_GB", "30")) * 2**30)
+MIN_FREE = int(float(os.environ.get("SPECPROBE_SNAPSHOT_MIN_FREE_GB", "22")) * 2**30)
 INSTALL_TIMEOUT_S = 1500
 
 # The first release of each engine with EAGLE-3: vLLM's V1 EAGLE-3 proposer (method "eagle3") shipped
@@ -408,8 +408,14 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
     }
     raw_path(release).parent.mkdir(parents=True, exist_ok=True)
     raw_path(release).write_text(json.dumps(record) + "\n", encoding="utf-8")
-    if not keep_venv:
+    if not keep_venv and venv.is_dir():
         shutil.rmtree(venv, ignore_errors=True)
+        # The engine's own wheel is the one thing no other release shares (about 1.5 GB unpacked):
+        # out of the cache with it; torch and the rest stay for the next release.
+        with install_lock():
+            subprocess.run(
+                ["uv", "cache", "clean", release.engine], env=uv_env(), check=False, capture_output=True
+            )
     log(
         f"{release.name}: ok ({how.split(' (')[0]}; install {record['figures']['install_seconds']} s, "
         f"probe {record['figures']['probe_seconds']} s, problems: {len(reply.get('problems') or [])})"
@@ -477,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--overlay", action="store_true", help="overlay install (see the module docstring)")
     parser.add_argument(
-        "--drop-venv", action="store_true", help="delete each venv after extraction (else kept until disk runs low)"
+        "--keep-venv", action="store_true", help="keep each venv after extraction (else deleted, and the engine's "
+        "wheel dropped from the cache)"
     )
     args = parser.parse_args(argv)
     engines = args.engine or sorted(RANGES, reverse=True)
@@ -525,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
             if not mine or is_current(release, digests[release.engine]):
                 continue
             log(f"{release.name}: installing")
-            extract(release, overlay=args.overlay, keep_venv=not args.drop_venv)
+            extract(release, overlay=args.overlay, keep_venv=args.keep_venv)
         done += 1
     return 0
 
