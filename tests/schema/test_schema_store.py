@@ -95,14 +95,22 @@ def test_eagle3_target_gate_follows_the_releases():
     old = load_snapshot("vllm", "0.16.0")
     assert old is not None and old.eagle3_target_supported is not None
     assert "llama" in old.eagle3_target_supported and "kimi_k2" not in old.eagle3_target_supported
-    assert old.provenance["eagle3_target_gate"] == {"variable": "eagle3_target_supported", "methods": ["eagle3"]}
+    assert old.provenance["eagle3_target_gate"] == {
+        "variable": "eagle3_target_supported", "methods": ["eagle3"], "match": "substring",
+    }
     newer = load_snapshot("vllm", "0.18.0")
     assert newer is not None and newer.eagle3_target_supported is not None
     assert {"kimi_k2", "deepseek_v3"} <= set(newer.eagle3_target_supported)
     assert newer.provenance["eagle3_target_gate"] == {
         "variable": "aux_hidden_states_supported",
         "methods": ["eagle3", "extract_hidden_states"],
+        "match": "substring",
     }
+    first = load_snapshot("vllm", "0.8.5")
+    if first is not None:
+        # The first form: `"llama" not in model_type` written inline, no named list.
+        assert first.eagle3_target_supported == ["llama"]
+        assert first.provenance["eagle3_target_gate"]["variable"] is None
     for version in ("0.28.0", "0.33.0", "0.34.0"):
         schema = load_snapshot("vllm", version)
         assert schema is not None and schema.eagle3_target_supported is None, version
