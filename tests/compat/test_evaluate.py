@@ -292,8 +292,9 @@ def test_allowlist_none_means_no_gate(entries):
 def test_allowlist_between_and_outside_snapshots(entries, snapshot_dir: Path):
     folder = FolderSnapshots(snapshot_dir)
     e = entries["vllm-eagle3-target-allowlist"]
-    # no snapshot below 0.16.0: nothing is assumed
-    assert evaluate_entry(e, pair("vllm==0.10.0", "eagle3", "kimi-k2.5"), folder).match is Match.POSSIBLE
+    # no snapshot below the oldest shipped one: nothing is assumed
+    assert min(folder.versions("vllm")) > Version("0.1.0")
+    assert evaluate_entry(e, pair("vllm==0.1.0", "eagle3", "kimi-k2.5"), folder).match is Match.POSSIBLE
     # 0.16.0 and the next snapshot disagree: nothing is assumed in between
     next_up = min(v for v in folder.versions("vllm") if v > Version("0.16.0"))
     assert folder.facts("vllm", next_up).eagle3_target_supported != VLLM_0_16_ALLOWLIST
