@@ -93,7 +93,10 @@ def _apply(folder: Path, sandbox: Path, mutation: tuple) -> None:
             except Exception:  # the file was already damaged beyond rebuilding: keep it as it is
                 return
     elif kind == "index":
-        (folder / "model.safetensors.index.json").write_text(mutation[1], encoding="utf-8", errors="surrogatepass")
+        index = folder / "model.safetensors.index.json"
+        if index.is_symlink() or (index.exists() and not index.is_file()):
+            return  # an earlier mutation made it a FIFO, a folder or a link: writing would block or fail
+        index.write_text(mutation[1], encoding="utf-8", errors="surrogatepass")
     elif kind in ("symlink-loop", "symlink-out", "fifo", "dir"):
         path = folder / mutation[1]
         if path.is_symlink() or path.exists():
