@@ -61,7 +61,7 @@ def _apply(folder: Path, sandbox: Path, mutation: tuple) -> None:
     if kind == "config-set":
         try:
             raw = json.loads(config.read_text(encoding="utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):  # the harness's own json, not specprobe's
             return
         if isinstance(raw, dict):
             raw[mutation[1]] = mutation[2]
@@ -124,7 +124,7 @@ def _apply(folder: Path, sandbox: Path, mutation: tuple) -> None:
         if config.is_file() and not config.is_symlink():
             try:
                 raw = json.loads(config.read_text(encoding="utf-8"))
-            except ValueError:
+            except (ValueError, RecursionError):
                 return
             if isinstance(raw, dict):
                 raw["auto_map"] = {"AutoModel": mutation[1].removesuffix(".py") + ".Model"}
