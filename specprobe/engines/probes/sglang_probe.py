@@ -293,8 +293,13 @@ class ResolverWalk:
                 # Unconditional within an algorithm's branch counts as filled too (NGRAM's topk).
                 self._record(dest, value, scope, guarded or plain, conditions)
             for call in ast.walk(node) if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) else ():
-                if isinstance(call, ast.Call):
-                    name = getattr(call.func, "id", None) or getattr(call.func, "attr", None)
+                if not isinstance(call, ast.Call):
+                    continue
+                # The function called, and functions handed to a call to run (0.5.19 passes
+                # ``algo.handle_server_args`` to record_foreign_defaults instead of calling it).
+                callees = [call.func] + [arg for arg in call.args if isinstance(arg, (ast.Name, ast.Attribute))]
+                for callee in callees:
+                    name = getattr(callee, "id", None) or getattr(callee, "attr", None)
                     target = self.functions.get(name) if name else None
                     if target is not None and name not in stack and len(stack) < 6:
                         self.walk(
