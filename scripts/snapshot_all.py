@@ -222,21 +222,25 @@ def make_venv(venv: Path) -> Path:
 def install_full(release: Release, venv: Path, logfile: Path) -> tuple[Path, str]:
     python = make_venv(venv)
     cutoff = resolution_cutoff(release)
-    window = ["--exclude-newer", cutoff] if cutoff else []
-    with logfile.open("a", encoding="utf-8") as out:
-        subprocess.run(
-            ["uv", "pip", "install", "--python", str(python), *window, requirement(release)],
-            check=True,
-            env=uv_env(),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=INSTALL_TIMEOUT_S,
-        )
-    resolved = f" --exclude-newer {cutoff}" if cutoff else ""
-    return python, (
-        f"uv pip install{resolved} {requirement(release)} (own venv, the release's own pinned dependencies, "
-        "resolved as on its release day)"
-    )
+    # As on the release day first; a pin published later than that (vLLM 0.34.0's flashinfer-python
+    # 0.7.3) needs today's index, where the release's exact pins still hold.
+    for window in ([["--exclude-newer", cutoff]] if cutoff else []) + [[]]:
+        with logfile.open("a", encoding="utf-8") as out:
+            completed = subprocess.run(
+                ["uv", "pip", "install", "--python", str(python), *window, requirement(release)],
+                check=False,
+                env=uv_env(),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=INSTALL_TIMEOUT_S,
+            )
+        if completed.returncode == 0:
+            how = "resolved as on its release day" if window else "resolved on today's index"
+            return python, (
+                f"uv pip install{' ' + ' '.join(window) if window else ''} {requirement(release)} "
+                f"(own venv, the release's own pinned dependencies, {how})"
+            )
+    raise subprocess.CalledProcessError(completed.returncode, completed.args)
 
 
 def overlay_base(release: Release) -> Path:

@@ -106,6 +106,17 @@ def compact(payload: dict[str, Any], objects: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _references(value: Any) -> list[str]:
+    """Every shared key a stored value refers to."""
+    if isinstance(value, dict):
+        if len(value) == 1 and store.SHARED_KEY in value:
+            return [str(value[store.SHARED_KEY])]
+        return [key for item in value.values() for key in _references(item)]
+    if isinstance(value, list):
+        return [key for item in value for key in _references(item)]
+    return []
+
+
 def _sort_key(version: str) -> Version:
     try:
         return Version(version)
@@ -145,6 +156,23 @@ def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> li
         # A release rebuilt from raw, or now an alias, replaces its old file; others stay as they were.
         if version in built and version not in written:
             stale.unlink()
+    # Files this build left as they were (releases it had no reply for) keep their shared values.
+    previous = folder / store.SHARED_FILE
+    if previous.is_file():
+        try:
+            old = json.loads(previous.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+        old_objects = dict(old.get("objects") or {})
+        for kept in folder.glob("*.json"):
+            if kept.name.startswith("_") or kept.name[: -len(".json")] in written:
+                continue
+            for key in _references(json.loads(kept.read_text(encoding="utf-8"))):
+                if key in old_objects:
+                    objects.setdefault(key, old_objects[key])
+        for version, twin in dict(old.get("same_surface") or {}).items():
+            if version not in built and twin not in built:
+                same_surface.setdefault(version, twin)
     shared = {"objects": dict(sorted(objects.items())), "same_surface": same_surface}
     (folder / store.SHARED_FILE).write_text(
         json.dumps(shared, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8"
