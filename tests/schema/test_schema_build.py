@@ -113,3 +113,19 @@ def test_missing_shared_value_is_a_clear_error(built):
     store.clear_caches()
     with pytest.raises(store.SpecprobeError, match=r"0\.9\.1\.json is unreadable: shared value .* is missing"):
         store.load_snapshot("vllm", "0.9.1")
+
+
+def test_a_release_left_out_of_a_rebuild_keeps_its_shared_values(tmp_path, monkeypatch):
+    folder = tmp_path / "vllm"
+    build_engine("vllm", [vllm_record("0.9.1", methods=["ngram"]), vllm_record("0.10.0", methods=["eagle"])], folder)
+    # Rebuilt from 0.10.0's reply alone (0.9.1's was made by another probe): 0.9.1's file stays readable.
+    build_engine("vllm", [vllm_record("0.10.0", methods=["eagle", "eagle3"], fc="aux_layer_ids")], folder)
+    monkeypatch.setattr(store, "_engine_dir", lambda engine: tmp_path / engine)
+    store.clear_caches()
+    try:
+        kept = store.load_snapshot("vllm", "0.9.1")
+        assert kept is not None and kept.methods == ["ngram"] and kept.model_architectures == ARCHS
+        rebuilt = store.load_snapshot("vllm", "0.10.0")
+        assert rebuilt is not None and rebuilt.methods == ["eagle", "eagle3"]
+    finally:
+        store.clear_caches()

@@ -82,7 +82,9 @@ def test_importing_the_store_does_not_import_an_engine_or_torch():
 
 def test_nearest_version_is_the_newest_not_newer():
     assert nearest_version("vllm", "0.33.0") == "0.33.0"
-    assert nearest_version("vllm", "0.17.1") == "0.16.0"
+    # A release without its own snapshot (none ships 0.16.5) gets the newest one below it.
+    assert "0.16.5" not in known_versions("vllm") and "0.16.0" in known_versions("vllm")
+    assert nearest_version("vllm", "0.16.5") == "0.16.0"
     assert nearest_version("vllm", "99.0") == known_versions("vllm")[-1]
     assert nearest_version("vllm", "0.1.0") is None
     assert nearest_version("vllm", "not-a-version") is None
