@@ -346,6 +346,11 @@ def speculative_generate(
     )
 
 
+# Roundings to the model's dtype per decoder layer that rounding_tolerance counts: two norms, the
+# q/k/v, attention output and o projections, the gate/up, down projections and two residual adds.
+OPS_PER_LAYER = 8
+
+
 @dataclass(frozen=True)
 class Divergence:
     """Where speculative and target-only greedy output first part, and how close the target's call was.
@@ -369,11 +374,21 @@ class Divergence:
 
 
 def rounding_tolerance(dtype: torch.dtype, magnitude: float, *, hidden_size: int, num_layers: int) -> float:
-    """How far rounding alone can move a logit of this magnitude: the dtype's machine epsilon, scaled
-    by the logit's magnitude and by sqrt(n) for n = hidden_size * num_layers accumulated products (the
-    usual random-walk growth of rounding error in long dot products)."""
+    """How far rounding alone can move a logit of this magnitude, from two sources.
+
+    Storage: every operation's output is rounded to ``dtype`` (relative ``eps``), about
+    ``OPS_PER_LAYER`` roundings per layer that add up as a random walk. Accumulation: dot products
+    of ``hidden_size`` terms sum in at least float32 (GPU and CPU kernels accumulate half precision
+    in float32), again a random walk over ``hidden_size * num_layers`` products. Both scale with the
+    logit's magnitude. The bound is deliberately not loose: on the H200 the bfloat16 near-ties of the
+    docs/smoke model (12 layers, hidden 768) had margins of 0 to 0.0625 against a tolerance of about
+    0.7 (docs/smoke/README.md), while a verification bug shows up at margins of whole logits.
+    """
     eps = float(torch.finfo(dtype).eps)
-    return eps * max(1.0, magnitude) * math.sqrt(max(1, hidden_size * num_layers))
+    accumulator_eps = float(torch.finfo(torch.float64 if dtype == torch.float64 else torch.float32).eps)
+    storage = eps * math.sqrt(OPS_PER_LAYER * max(1, num_layers))
+    accumulation = accumulator_eps * math.sqrt(max(1, hidden_size * num_layers))
+    return max(1.0, magnitude) * (storage + accumulation)
 
 
 @torch.inference_mode()
