@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from specprobe.cli._common import cannot_run_guard, use_color, write_output
+from specprobe.cli._common import (
+    OutputOption,
+    cannot_run_guard,
+    format_option,
+    resolve_format,
+    use_color,
+    write_output,
+)
+
+DEMO_FORMATS = ("text", "json")
 
 
 def register(app: typer.Typer) -> None:
@@ -23,22 +33,43 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--static", help="Random-weight drafters and static checks only (no training, no torch)."),
         ] = False,
+        fmt: Annotated[str | None, format_option(DEMO_FORMATS)] = None,
+        output: OutputOption = None,
     ) -> None:
         """Write a valid EAGLE-3 drafter, a broken copy and their target; check both.
 
         With the smoke extra installed the target and drafters are trained on the CPU (about a minute)
-        and both drafters are measured by the reference smoke test.
+        and both drafters are measured by the reference smoke test. `--out` is where the model folders
+        go; `--output` is where the report goes.
         """
         from specprobe.demo import run_demo
-        from specprobe.reporters import REPORTERS
+        from specprobe.findings import Report
 
+        chosen = resolve_format(fmt, DEMO_FORMATS)
         result = run_demo(out, train=False if static else None)
-        reporter = REPORTERS["text"](color=use_color(None))
-        for title, report in (("valid drafter", result.valid), ("broken drafter", result.broken)):
-            write_output(f"== {title}: {report.subject.get('draft')}\n", None)
-            write_output(reporter.render(report) + "\n", None)
-        for name, smoke in result.smoke.items():
-            write_output(f"== smoke, reference backend: {name}\n", None)
-            write_output(reporter.render(smoke) + "\n", None)
-        write_output(result.verdict + "\n", None)
+        sections = [("valid drafter", result.valid), ("broken drafter", result.broken)]
+        sections += [(f"smoke, reference backend: {name}", smoke) for name, smoke in result.smoke.items()]
+        if chosen == "json":
+            # One envelope like every other command's; each section is a full report of its own.
+            envelope = Report(
+                command="demo",
+                subject={"folder": str(result.root)},
+                extra={
+                    "trained": result.trained,
+                    "as_expected": result.as_expected,
+                    "verdict": result.verdict,
+                    "reports": [{"title": title, **report.to_json_dict()} for title, report in sections],
+                },
+            )
+            text = json.dumps(envelope.to_json_dict(), indent=2) + "\n"
+        else:
+            from specprobe.reporters import REPORTERS
+
+            reporter = REPORTERS["text"](color=use_color(output))
+            parts = []
+            for title, report in sections:
+                label = f": {report.subject.get('draft')}" if title.endswith("drafter") else ""
+                parts.append(f"== {title}{label}\n{reporter.render(report)}\n")
+            text = "".join(parts) + result.verdict + "\n"
+        write_output(text, output)
         raise typer.Exit(0 if result.as_expected else 1)

@@ -100,6 +100,20 @@ def test_demo_writes_the_fixed_folders_and_exits_0(tmp_path: Path) -> None:
     assert "VOCAB-D2T-RANGE" in result.stdout
 
 
+def test_demo_json_report_goes_to_output_in_the_common_envelope(tmp_path: Path) -> None:
+    report = tmp_path / "demo.json"
+    args = ["demo", "--static", "--out", str(tmp_path / "demo"), "--format", "json", "--output", str(report)]
+    result = runner.invoke(app, args, env={"NO_COLOR": "1"})
+
+    assert result.exit_code == 0, result.output
+    data = json.loads(report.read_text())
+    assert data["command"] == "demo" and data["as_expected"] is True
+    valid, broken = data["reports"]
+    assert valid["ok"] is True and broken["ok"] is False
+    assert "VOCAB-D2T-RANGE" in {f["rule"] for f in broken["findings"]}
+    assert data["specprobe_version"] and "summary" in data
+
+
 HEAVY = ("torch", "transformers", "vllm", "sglang", "safetensors")
 
 
