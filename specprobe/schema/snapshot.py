@@ -157,10 +157,10 @@ def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> li
         if version in built and version not in written:
             stale.unlink()
     # Files this build left as they were (releases it had no reply for) keep their shared values.
-    previous = folder / store.SHARED_FILE
-    if previous.is_file():
+    shared_path = folder / store.SHARED_FILE
+    if shared_path.is_file():
         try:
-            old = json.loads(previous.read_text(encoding="utf-8"))
+            old = json.loads(shared_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             old = {}
         old_objects = dict(old.get("objects") or {})
