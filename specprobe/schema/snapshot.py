@@ -124,9 +124,32 @@ def _sort_key(version: str) -> Version:
         return Version("0")
 
 
+def _kept_schemas(folder: Path, built: set[str]) -> dict[str, EngineSchema]:
+    """The snapshots already in ``folder`` that this build has no reply for, expanded."""
+    try:
+        shared = json.loads((folder / store.SHARED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        shared = {}
+    objects = dict(shared.get("objects") or {}) if isinstance(shared, dict) else {}
+    kept: dict[str, EngineSchema] = {}
+    for path in sorted(folder.glob("*.json")):
+        version = path.name[: -len(".json")]
+        if version.startswith("_") or version in built:
+            continue
+        try:
+            kept[version] = EngineSchema.from_dict(store.expand(json.loads(path.read_text(encoding="utf-8")), objects))
+        except (OSError, ValueError):
+            continue  # unreadable: compared with nothing, left in place
+    return kept
+
+
 def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> list[str]:
     """Write ``folder`` from ``records`` (one per release); returns one line per release."""
-    schemas = sorted((schema_from_record(record) for record in records), key=lambda s: _sort_key(s.version))
+    built = {str(record["version"]) for record in records}
+    kept = _kept_schemas(folder, built)
+    schemas = sorted(
+        [*(schema_from_record(record) for record in records), *kept.values()], key=lambda s: _sort_key(s.version)
+    )
     objects: dict[str, Any] = {}
     same_surface: dict[str, str] = {}
     written: list[str] = []
@@ -135,6 +158,11 @@ def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> li
     for schema in schemas:
         line = release_line(engine, schema.version)
         current = surface(schema)
+        if schema.version in kept and schema.version not in built:
+            # A shipped release this build has no reply for stays as it is, but a later patch release
+            # of its line that equals it is still shipped as an alias of it.
+            previous = (line, schema.version, current)
+            continue
         if previous is not None and previous[0] == line and previous[2] == current:
             same_surface[schema.version] = previous[1]
             lines.append(f"{engine} {schema.version}: same surface as {previous[1]}")
@@ -148,7 +176,6 @@ def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> li
         how = "overlay" if schema.provenance.get("overlay") else "full install"
         lines.append(f"{engine} {schema.version}: written ({how}, {len(schema.problems)} problems)")
         previous = (line, schema.version, current)
-    built = {record["version"] for record in records}
     for stale in folder.glob("*.json"):
         version = stale.name[: -len(".json")]
         if version.startswith("_"):
@@ -164,10 +191,10 @@ def build_engine(engine: str, records: list[dict[str, Any]], folder: Path) -> li
         except (OSError, ValueError):
             old = {}
         old_objects = dict(old.get("objects") or {})
-        for kept in folder.glob("*.json"):
-            if kept.name.startswith("_") or kept.name[: -len(".json")] in written:
+        for kept_path in folder.glob("*.json"):
+            if kept_path.name.startswith("_") or kept_path.name[: -len(".json")] in written:
                 continue
-            for key in _references(json.loads(kept.read_text(encoding="utf-8"))):
+            for key in _references(json.loads(kept_path.read_text(encoding="utf-8"))):
                 if key in old_objects:
                     objects.setdefault(key, old_objects[key])
         for version, twin in dict(old.get("same_surface") or {}).items():

@@ -42,8 +42,13 @@ def vllm_record(version: str, *, methods: list[str], fc: str = "3") -> dict:
         "provenance": {"engine_version": version, "interpreter": "/somewhere/bin/python", "import_seconds": 9.0},
     }
     return {
-        "engine": "vllm", "version": version, "probe_hash": "abc", "installed_by": f"uv pip install vllm=={version}",
-        "overlay": False, "figures": {"install_seconds": 1.0}, "reply": reply,
+        "engine": "vllm",
+        "version": version,
+        "probe_hash": "abc",
+        "installed_by": f"uv pip install vllm=={version}",
+        "overlay": False,
+        "figures": {"install_seconds": 1.0},
+        "reply": reply,
     }
 
 
@@ -70,7 +75,10 @@ def built(tmp_path, monkeypatch) -> Path:
 
 def test_identical_patch_release_is_an_alias(built):
     assert sorted(path.name for path in built.glob("*.json")) == [
-        "0.10.0.json", "0.9.0.json", "0.9.1.json", "_shared.json",
+        "0.10.0.json",
+        "0.9.0.json",
+        "0.9.1.json",
+        "_shared.json",
     ]
     assert store.known_versions("vllm") == ["0.9.0", "0.9.0.1", "0.9.1", "0.10.0"]
     alias = store.load_snapshot("vllm", "0.9.0.1")
@@ -127,5 +135,27 @@ def test_a_release_left_out_of_a_rebuild_keeps_its_shared_values(tmp_path, monke
         assert kept is not None and kept.methods == ["ngram"] and kept.model_architectures == ARCHS
         rebuilt = store.load_snapshot("vllm", "0.10.0")
         assert rebuilt is not None and rebuilt.methods == ["eagle", "eagle3"]
+    finally:
+        store.clear_caches()
+
+
+def test_a_patch_release_built_later_is_an_alias_of_its_shipped_line(tmp_path, monkeypatch):
+    folder = tmp_path / "vllm"
+    build_engine("vllm", [vllm_record("0.9.0", methods=["ngram", "eagle3"])], folder)
+    # A later run has only the patch releases' replies: the equal one becomes an alias of the shipped
+    # 0.9.0, the one whose surface differs is written.
+    lines = build_engine(
+        "vllm",
+        [vllm_record("0.9.0.1", methods=["ngram", "eagle3"]), vllm_record("0.9.1", methods=["ngram", "eagle3", "mtp"])],
+        folder,
+    )
+    assert lines == ["vllm 0.9.0.1: same surface as 0.9.0", "vllm 0.9.1: written (full install, 0 problems)"]
+    assert sorted(path.name for path in folder.glob("*.json")) == ["0.9.0.json", "0.9.1.json", "_shared.json"]
+    monkeypatch.setattr(store, "_engine_dir", lambda engine: tmp_path / engine)
+    store.clear_caches()
+    try:
+        assert store.known_versions("vllm") == ["0.9.0", "0.9.0.1", "0.9.1"]
+        alias = store.load_snapshot("vllm", "0.9.0.1")
+        assert alias is not None and alias.provenance["same_surface_as"] == "0.9.0"
     finally:
         store.clear_caches()
