@@ -11,7 +11,6 @@ hidden state fed back for the next chained draft.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,8 +80,10 @@ class Eagle3Config:
 
 
 def default_aux_layer_ids(num_target_layers: int) -> tuple[int, ...]:
-    """vLLM's choice when a drafter declares none: (2, L // 2, L - 3)."""
-    return (2, num_target_layers // 2, num_target_layers - 3)
+    """The engines' choice when a drafter declares none (written once, in compat.engine_facts)."""
+    from specprobe.compat.engine_facts import default_aux_layers
+
+    return tuple(default_aux_layers(num_target_layers))
 
 
 def _int_field(cfg: dict[str, Any], key: str, default: int | None = None) -> int:
@@ -370,19 +371,28 @@ def _module_key(checkpoint_key: str) -> str:
     return key
 
 
+# What the static reader reports that leaves no complete, safe set of weights to load.
+_UNLOADABLE = frozenset(
+    {"index-invalid", "path-escape", "shard-missing", "no-weights", "pickle-only", "truncated", "header", "duplicate"}
+)
+
+
 def safetensors_files(draft_dir: Path) -> list[Path]:
-    """The weight files of a folder: the shard index's files, else *.safetensors; never pickles."""
-    index = draft_dir / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DrafterFormatError(f"{index.name} cannot be read: {exc}") from None
-        return [draft_dir / name for name in sorted(set(weight_map.values()))]
-    files = sorted(draft_dir.glob("*.safetensors"))
-    if not files:
-        raise DrafterFormatError("no *.safetensors weights (pickled .bin/.pt files are never loaded)")
-    return files
+    """The weight files of a folder, as `specprobe check` reads them (checkpoint.folder): the shard
+    index's files, else *.safetensors; symlinks out of the folder and index paths that escape it are
+    refused, and pickles are never loaded."""
+    from specprobe.checkpoint.folder import load_checkpoint
+
+    ckpt = load_checkpoint(draft_dir)
+    blocking = [issue for issue in ckpt.issues if issue.kind in _UNLOADABLE]
+    if blocking:
+        issue = blocking[0]
+        if issue.kind in ("no-weights", "pickle-only"):
+            raise DrafterFormatError(
+                f"{issue.message} (no *.safetensors weights; pickled .bin/.pt files are never loaded)"
+            )
+        raise DrafterFormatError(issue.message)
+    return [ckpt.root / name for name in ckpt.headers]
 
 
 def read_tensors(draft_dir: Path) -> dict[str, torch.Tensor]:

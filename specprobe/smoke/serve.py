@@ -190,9 +190,7 @@ def probe_interpreter(python: str) -> dict[str, Any]:
     import json
 
     try:
-        done = subprocess.run(
-            [python, "-c", _PROBE], capture_output=True, text=True, timeout=60, check=False
-        )
+        done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SpecprobeError(f"cannot run the engine interpreter {python!r}: {exc}") from None
     if done.returncode != 0:

@@ -82,9 +82,11 @@ class TrainPlan:
     @property
     def aux_layer_ids(self) -> tuple[int, ...]:
         """Low, middle and high layers; vLLM's own default (2, L//2, L-3) needs L >= 6."""
+        from specprobe.compat.engine_facts import default_aux_layers
+
         layers = self.num_layers
         if layers >= 6:
-            return (2, layers // 2, layers - 3)
+            return tuple(default_aux_layers(layers))
         return (1, layers // 2, layers - 1)
 
 

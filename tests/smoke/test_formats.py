@@ -143,3 +143,19 @@ def test_chat_template_is_applied_when_the_tokenizer_has_one(demo_models: dict[s
     templated = encode_prompts(tokenizer, [prompt])[0]
     rendered = "[system]be brief\n[user]def f():\n[assistant]"
     assert templated == tokenizer(rendered, add_special_tokens=False)["input_ids"]
+
+
+def test_weights_are_found_by_the_same_reader_as_check(tmp_path: Path):
+    """An index that points out of the folder is refused, as `check` refuses it (FILES-INDEX-PATH-ESCAPE)."""
+    from specprobe.smoke.eagle3 import DrafterFormatError, safetensors_files
+
+    outside = tmp_path / "outside.safetensors"
+    outside.write_bytes(b"\x02\x00\x00\x00\x00\x00\x00\x00{}")
+    draft = tmp_path / "draft"
+    draft.mkdir()
+    (draft / "config.json").write_text("{}")
+    (draft / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"fc.weight": "../outside.safetensors"}})
+    )
+    with pytest.raises(DrafterFormatError, match="outside the checkpoint folder"):
+        safetensors_files(draft)
