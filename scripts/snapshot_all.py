@@ -59,6 +59,11 @@ RANGES: dict[str, tuple[str, str]] = {"vllm": ("0.8.5", "0.34.0"), "sglang": ("0
 # (EAGLE-3 fc sizing followed one assignment further): ``refresh`` re-reads those facts from the
 # release's kept sources with the current probe code instead of installing the release again.
 SOURCE_ONLY_CHANGES = {"vllm": {"fc80a04fccd27bb1"}, "sglang": {"585bc25be4a40208"}}
+# Earlier probes whose replies the current probe repeats exactly, except where a listed part failed:
+# the SGLang probe since 13096294b99f98bc reads SpeculativeAlgorithm from spec_info.py's source when the
+# module does not import (0.5.6, 0.5.7 import sgl_kernel, which needs libcuda); replies of the earlier
+# probe are kept unless their algorithms failed that way, and those releases are extracted again.
+COMPATIBLE_PROBES = {"sglang": {"b7887f5ee30a662b"}}
 # Provisioned venvs whose dependencies an overlay install borrows.
 OVERLAY_BASES = {"vllm": "vllm-0.33.0", "sglang": "sglang-0.5.23"}
 
@@ -164,12 +169,23 @@ def raw_path(release: Release) -> Path:
     return RAW / release.engine / f"{release.version}.json"
 
 
+def reply_is_current(record: dict[str, Any], digest: str) -> bool:
+    """Made by the current probe, or by an earlier one whose reply the current probe would repeat."""
+    made_by = record.get("probe_hash")
+    if made_by == digest:
+        return True
+    if made_by not in COMPATIBLE_PROBES.get(str(record.get("engine")), set()):
+        return False
+    problems = (record.get("reply") or {}).get("problems") or []
+    return not any(str(problem).startswith("algorithms:") for problem in problems)
+
+
 def is_current(release: Release, digest: str) -> bool:
     try:
         record = json.loads(raw_path(release).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return bool(record.get("probe_hash") == digest)
+    return isinstance(record, dict) and reply_is_current(record, digest)
 
 
 def uv_env() -> dict[str, str]:
@@ -265,18 +281,26 @@ def install_overlay(release: Release, venv: Path, logfile: Path) -> tuple[Path, 
     python = make_venv(venv)
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     base_site = subprocess.run(
         [str(base_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     # Read after the venv's own site-packages, so this release's package shadows the base one.
     Path(site, "zz-specprobe-base.pth").write_text(base_site + "\n", encoding="utf-8")
     with logfile.open("a", encoding="utf-8") as out:
         subprocess.run(
             ["uv", "pip", "install", "--python", str(python), "--no-deps", f"{release.engine}=={release.version}"],
-            check=True, env=uv_env(), stdout=out, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S,
+            check=True,
+            env=uv_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=INSTALL_TIMEOUT_S,
         )
     return python, (
         f"uv pip install --no-deps {release.engine}=={release.version} over the dependencies of the "
@@ -301,10 +325,14 @@ def keep_sources(release: Release, python: Path) -> Path | None:
     package = "vllm" if release.engine == "vllm" else "sglang"
     located = subprocess.run(
         [
-            str(python), "-I", "-c",
+            str(python),
+            "-I",
+            "-c",
             f"import importlib.util as u; print(u.find_spec('{package}').submodule_search_locations[0])",
         ],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     ).stdout.strip()
     if not located:
         return None
@@ -417,9 +445,7 @@ def extract(release: Release, *, overlay: bool, keep_venv: bool) -> bool:
         # The engine's own wheel is the one thing no other release shares (about 1.5 GB unpacked):
         # out of the cache with it; torch and the rest stay for the next release.
         with install_lock():
-            subprocess.run(
-                ["uv", "cache", "clean", release.engine], env=uv_env(), check=False, capture_output=True
-            )
+            subprocess.run(["uv", "cache", "clean", release.engine], env=uv_env(), check=False, capture_output=True)
     log(
         f"{release.name}: ok ({how.split(' (')[0]}; install {record['figures']['install_seconds']} s, "
         f"probe {record['figures']['probe_seconds']} s, problems: {len(reply.get('problems') or [])})"
@@ -455,10 +481,16 @@ def refresh_source_facts(record: dict[str, Any], digest: str) -> bool:
             _common.package_file = in_sources
             try:
                 reply = record["reply"]
-                tree = _common.parse_file(in_sources(engine, *(
-                    ("model_executor", "models", "llama_eagle3.py") if engine == "vllm"
-                    else ("srt", "models", "llama_eagle3.py")
-                )))
+                tree = _common.parse_file(
+                    in_sources(
+                        engine,
+                        *(
+                            ("model_executor", "models", "llama_eagle3.py")
+                            if engine == "vllm"
+                            else ("srt", "models", "llama_eagle3.py")
+                        ),
+                    )
+                )
                 reply["eagle3_fc_inputs"] = _common.eagle3_fc_inputs(tree)
                 reply["eagle3_layer_prefixes"] = _common.eagle3_layer_prefixes(tree)
                 if engine == "vllm" and spec is not None and spec.loader is not None:
@@ -482,13 +514,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated versions")
     parser.add_argument("--limit", type=int, help="stop after this many installs")
     parser.add_argument(
-        "--newest-first", action="store_true",
+        "--newest-first",
+        action="store_true",
         help="newest releases first (old ones that need the overlay then find a close full install to borrow)",
     )
     parser.add_argument("--overlay", action="store_true", help="overlay install (see the module docstring)")
     parser.add_argument(
-        "--keep-venv", action="store_true", help="keep each venv after extraction (else deleted, and the engine's "
-        "wheel dropped from the cache)"
+        "--keep-venv",
+        action="store_true",
+        help="keep each venv after extraction (else deleted, and the engine's wheel dropped from the cache)",
     )
     args = parser.parse_args(argv)
     engines = args.engine or sorted(RANGES, reverse=True)
@@ -507,14 +541,19 @@ def main(argv: list[str] | None = None) -> int:
         from specprobe.schema.snapshot import build_from_raw
 
         hashes = {engine: probe_hash(engine) for engine in engines}
-        for line in build_from_raw(RAW, engines, probe_hashes=hashes):
+        for line in build_from_raw(
+            RAW, engines, accept=lambda record: reply_is_current(record, hashes[str(record.get("engine"))])
+        ):
             sys.stdout.write(line + "\n")
         return 0
     releases = plan(engines)
     if args.newest_first:
         # Still every line's first release before the patch releases.
-        firsts = {release for index, release in enumerate(releases) if release.line not in {
-            other.line for other in releases[:index] if other.engine == release.engine}}
+        firsts = {
+            release
+            for index, release in enumerate(releases)
+            if release.line not in {other.line for other in releases[:index] if other.engine == release.engine}
+        }
         releases.sort(key=lambda release: (release in firsts, Version(release.version)), reverse=True)
     if args.only:
         wanted = set(args.only.split(","))

@@ -15,7 +15,7 @@ import datetime as dt
 import hashlib
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -211,10 +211,10 @@ def build_from_raw(
     raw_dir: Path,
     engines: Iterable[str],
     folder: Path | None = None,
-    probe_hashes: dict[str, str] | None = None,
+    accept: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[str]:
-    """Build the shipped store of each engine from ``raw_dir/<engine>/*.json``; with ``probe_hashes``,
-    replies made by other probe code are left out (they lack what the current probe extracts)."""
+    """Build the shipped store of each engine from ``raw_dir/<engine>/*.json``; replies ``accept`` refuses
+    (made by other probe code, lacking what the current probe extracts) are left out."""
     lines: list[str] = []
     for engine in engines:
         records = []
@@ -228,7 +228,7 @@ def build_from_raw(
                 # Replies written before the extraction time was recorded: the file's own time.
                 stamp = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).replace(microsecond=0)
                 record["extracted_at"] = stamp.isoformat()
-            if probe_hashes and record.get("probe_hash") != probe_hashes.get(engine):
+            if accept is not None and not accept(record):
                 lines.append(f"{engine} {record.get('version')}: skipped, made by another probe")
                 continue
             records.append(record)

@@ -51,7 +51,63 @@ def reserved_from_source(enum_class: Any, members: set[str]) -> list[str]:
         tree = ast.parse(textwrap.dedent(inspect.getsource(enum_class.from_string)))
     except Exception:
         return []
-    found = []
+    return _upper_constants(tree, members)
+
+
+def algorithms_from_source() -> tuple[list[str], list[str]] | None:
+    """(members, reserved aliases) of ``SpeculativeAlgorithm`` read from spec_info.py without importing it."""
+    tree = _common.parse_file(_common.package_file("sglang", "srt", "speculative", "spec_info.py"))
+    if tree is None:
+        return None
+    registered = registered_from_source(tree)
+    if registered is not None:
+        return registered
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeAlgorithm":
+            members = [
+                target.id
+                for statement in node.body
+                if isinstance(statement, ast.Assign)
+                for target in statement.targets
+                if isinstance(target, ast.Name) and target.id.isupper() and target.id != "NONE"
+            ]
+            reserved: list[str] = []
+            for statement in node.body:
+                if isinstance(statement, ast.FunctionDef) and statement.name == "from_string":
+                    reserved = _upper_constants(statement, set(members) | {"NONE"})
+            return members, reserved
+    return None
+
+
+def registered_from_source(tree: ast.Module) -> tuple[list[str], list[str]] | None:
+    """Releases with a registry (0.5.6, 0.5.7): module-level ``register_speculative_algorithm("NAME",
+    aliases=(...))`` and ``SpeculativeAlgorithm.register("NAME")`` calls, in order."""
+    members: list[str] = []
+    aliases: list[str] = []
+    for statement in tree.body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if not isinstance(call, ast.Call) or not call.args:
+            continue
+        name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+        first = call.args[0]
+        if name not in ("register_speculative_algorithm", "register") or not (
+            isinstance(first, ast.Constant) and isinstance(first.value, str)
+        ):
+            continue
+        if first.value != "NONE":
+            members.append(first.value)
+        for keyword in call.keywords:
+            if keyword.arg == "aliases" and isinstance(keyword.value, (ast.Tuple, ast.List)):
+                aliases.extend(
+                    item.value
+                    for item in keyword.value.elts
+                    if isinstance(item, ast.Constant) and isinstance(item.value, str)
+                )
+    return (members, aliases) if members else None
+
+
+def _upper_constants(tree: ast.AST, members: set[str]) -> list[str]:
+    found: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value
@@ -65,8 +121,14 @@ def extract_algorithms(problems: list[str]) -> tuple[list[str], list[str], str]:
         spec_info = importlib.import_module("sglang.srt.speculative.spec_info")
         enum_class = spec_info.SpeculativeAlgorithm
     except Exception as exc:
-        problems.append(f"algorithms: {type(exc).__name__}: {exc}")
-        return [], [], "unavailable"
+        # Some releases import CUDA kernels at the top of spec_info (0.5.6, 0.5.7: sgl_kernel needs
+        # libcuda): the members are then read from the enum's source instead of being lost.
+        from_source = algorithms_from_source()
+        if from_source is None:
+            problems.append(f"algorithms: {type(exc).__name__}: {exc}")
+            return [], [], "unavailable"
+        problems.append(f"algorithms read from spec_info.py's source (import failed: {type(exc).__name__})")
+        return from_source[0], from_source[1], "SpeculativeAlgorithm source"
     members = [member.name for member in enum_class if member.name != "NONE"]
     reserved = None
     for module_name in ("sglang.srt.speculative.spec_registry", "sglang.srt.speculative.spec_info"):
@@ -281,12 +343,20 @@ class ResolverWalk:
                 # An algorithm test starts a branch where unconditional assignments count; any other
                 # test (a fix-up such as ``if topk == 1``) ends it.
                 self.walk(
-                    node.body, scope=body_scope, guarded=guarded or unset, plain=about_algorithm,
-                    conditions=[*conditions, node.test], stack=stack,
+                    node.body,
+                    scope=body_scope,
+                    guarded=guarded or unset,
+                    plain=about_algorithm,
+                    conditions=[*conditions, node.test],
+                    stack=stack,
                 )
                 self.walk(
-                    node.orelse, scope=else_scope, guarded=guarded, plain=about_algorithm,
-                    conditions=[*conditions, node.test], stack=stack,
+                    node.orelse,
+                    scope=else_scope,
+                    guarded=guarded,
+                    plain=about_algorithm,
+                    conditions=[*conditions, node.test],
+                    stack=stack,
                 )
                 continue
             for dest, value in self._assigned(node):
@@ -303,8 +373,12 @@ class ResolverWalk:
                     target = self.functions.get(name) if name else None
                     if target is not None and name not in stack and len(stack) < 6:
                         self.walk(
-                            target.body, scope=scope, guarded=guarded, plain=plain,
-                            conditions=conditions, stack=(*stack, name),
+                            target.body,
+                            scope=scope,
+                            guarded=guarded,
+                            plain=plain,
+                            conditions=conditions,
+                            stack=(*stack, name),
                         )
             for field_name in ("body", "orelse", "finalbody", "handlers"):
                 inner = getattr(node, field_name, None)
@@ -314,13 +388,15 @@ class ResolverWalk:
                     if field_name == "handlers":
                         for handler in inner:
                             self.walk(
-                                handler.body, scope=scope, guarded=guarded, plain=False,
-                                conditions=conditions, stack=stack,
+                                handler.body,
+                                scope=scope,
+                                guarded=guarded,
+                                plain=False,
+                                conditions=conditions,
+                                stack=stack,
                             )
                     else:
-                        self.walk(
-                            inner, scope=scope, guarded=guarded, plain=plain, conditions=conditions, stack=stack
-                        )
+                        self.walk(inner, scope=scope, guarded=guarded, plain=plain, conditions=conditions, stack=stack)
 
     def run(self, entry_points: list[str]) -> None:
         for name in entry_points:
