@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from specprobe.compat.model import Match, Pairing, Status
 from specprobe.compat.snapshots import FolderSnapshots, StoreSnapshots, resolve_facts
 from specprobe.compat.subjects import build_pairing, parse_engine, parse_features
 from specprobe.findings import Severity, SpecprobeError
+from specprobe.schema.store import load_snapshot
 
 from .conftest import VLLM_0_16_ALLOWLIST, drafter, target
 
@@ -471,14 +473,30 @@ def test_shipped_0_18_snapshot_admits_deepseek_style_targets(entries):
 
 
 def test_method_presence_between_snapshots(entries):
-    """Between two snapshots that agree on a method, their answer holds (shipped 0.18/0.28 and 0.33/0.34)."""
+    """Between two consecutive snapshots that agree on a method, their answer holds; where they
+    disagree, only the entry's own range speaks. Versions are taken from what ships, so the test
+    holds however many releases are shipped."""
     e = entries["vllm-medusa-mlp-speculator-removed"]
     store = StoreSnapshots()
-    known = store.versions("vllm")
-    assert {Version("0.18.0"), Version("0.28.0"), Version("0.33.0"), Version("0.34.0")} <= set(known)
-    kept = evaluate_entry(e, pair("vllm==0.20.0", "medusa"), store)
-    assert kept.match is Match.NO and "snapshot 0.18.0 and 0.28.0" in kept.message
-    gone = evaluate_entry(e, pair("vllm==0.33.5", "mlp_speculator"), store)
-    assert gone.match is Match.APPLIES and "snapshot 0.33.0 and 0.34.0" in gone.message
-    # 0.28 has it and 0.33 has not: in between only the entry's range speaks (>=0.33)
-    assert evaluate_entry(e, pair("vllm==0.30.0", "medusa"), store).match is Match.NO
+    known = sorted(store.versions("vllm"))
+
+    def offers(version: Version, method: str) -> bool:
+        schema = load_snapshot("vllm", str(version))
+        return schema is not None and method in schema.methods
+
+    def between(older: Version, newer: Version) -> str:
+        # A version no release has, strictly between the two (0.18.0 -> 0.18.0.99).
+        candidate = Version(f"{older}.99")
+        assert older < candidate < newer
+        return str(candidate)
+
+    pairs = list(itertools.pairwise(known))
+    both = next((a, b) for a, b in pairs if offers(a, "medusa") and offers(b, "medusa"))
+    kept = evaluate_entry(e, pair(f"vllm=={between(*both)}", "medusa"), store)
+    assert kept.match is Match.NO and f"snapshot {both[0]} and {both[1]}" in kept.message
+    neither = next((a, b) for a, b in pairs if not offers(a, "mlp_speculator") and not offers(b, "mlp_speculator"))
+    gone = evaluate_entry(e, pair(f"vllm=={between(*neither)}", "mlp_speculator"), store)
+    assert gone.match is Match.APPLIES and f"snapshot {neither[0]} and {neither[1]}" in gone.message
+    # Where the two disagree (the release that removed it), only the entry's range (>= 0.33) speaks.
+    removed = next((a, b) for a, b in pairs if offers(a, "medusa") and not offers(b, "medusa"))
+    assert evaluate_entry(e, pair(f"vllm=={between(*removed)}", "medusa"), store).match is Match.NO
