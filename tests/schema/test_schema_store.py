@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from jsonschema import Draft202012Validator
+from packaging.version import Version
 
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.store import known_versions, load_snapshot, nearest_version
@@ -24,7 +25,7 @@ def test_required_snapshots_are_shipped():
 
 def test_versions_are_in_pep440_order_and_newest_is_default():
     versions = known_versions("vllm")
-    assert versions == sorted(versions, key=lambda v: tuple(int(part) for part in v.split(".")))
+    assert versions == sorted(versions, key=Version)
     newest = load_snapshot("vllm")
     assert newest is not None
     assert newest.version == versions[-1]
@@ -42,6 +43,12 @@ def test_version_spelling_is_normalised():
     assert load_snapshot("vllm", "0.33").version == "0.33.0"
 
 
+# Problems a shipped snapshot may carry: vLLM 0.9.1/0.9.2's CPU attention sizes live in the old
+# torch_sdpa backend, not in cpu_attn.py; SGLang 0.5.6/0.5.7's algorithms are read from source
+# because spec_info imports CUDA kernels.
+PARTIAL_FACTS = ("cpu attention head sizes:", "algorithms read from spec_info.py's source")
+
+
 def test_every_snapshot_is_complete_and_has_provenance():
     for engine in ("vllm", "sglang"):
         for version in known_versions(engine):
@@ -51,10 +58,14 @@ def test_every_snapshot_is_complete_and_has_provenance():
             assert schema.methods, (engine, version)
             assert schema.parameters, (engine, version)
             assert schema.draft_architectures, (engine, version)
-            assert schema.problems == [], (engine, version, schema.problems)
+            # A fact the probe could only partly read is said, never silently empty; the core
+            # surface (methods, parameters, draft classes) is never among them.
+            assert all(problem.startswith(PARTIAL_FACTS) for problem in schema.problems), (engine, version)
             for key in ("engine_version", "python", "extracted_at", "specprobe_version", "installed_by"):
                 assert schema.provenance.get(key), (engine, version, key)
-            assert schema.provenance["engine_version"] == version
+            # A patch release shipped as its line's twin says whose probe it is.
+            probed = schema.provenance.get("same_surface_as", version)
+            assert schema.provenance["engine_version"] == probed
             # Every family member is a method and every method is in a family.
             grouped = [method for members in schema.method_families.values() for method in members]
             assert sorted(grouped) == sorted(schema.methods)
@@ -98,7 +109,9 @@ def test_eagle3_target_gate_follows_the_releases():
     assert old is not None and old.eagle3_target_supported is not None
     assert "llama" in old.eagle3_target_supported and "kimi_k2" not in old.eagle3_target_supported
     assert old.provenance["eagle3_target_gate"] == {
-        "variable": "eagle3_target_supported", "methods": ["eagle3"], "match": "substring",
+        "variable": "eagle3_target_supported",
+        "methods": ["eagle3"],
+        "match": "substring",
     }
     newer = load_snapshot("vllm", "0.18.0")
     assert newer is not None and newer.eagle3_target_supported is not None
