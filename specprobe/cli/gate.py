@@ -49,7 +49,12 @@ def _gate(
     fmt: FormatOption = None,
     output: OutputOption = None,
     fail_on: Annotated[
-        FailOn, typer.Option("--fail-on", help="Fail (exit 1) on errors only, or on warnings too.")
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            help="Fail (exit 1) on errors only, or on warnings too. With fail-on also in [tool.specprobe], "
+            "the stricter of the two applies.",
+        ),
     ] = FailOn.ERROR,
     strict: Annotated[
         bool,
