@@ -35,6 +35,10 @@ class SmokeOptions:
     force: bool = False
     progress: bool = True
     timing_repeats: int = 1
+    # What an engine returned for the same prompts ({"text", "token_ids"} each, from smoke --serve):
+    # compared with the target's own greedy output, each divergence classified by the target's logit
+    # margin (engine_output in the result).
+    engine_outputs: list[dict[str, Any]] | None = None
 
 
 def static_check(
@@ -271,4 +275,60 @@ def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
             "torch": torch.__version__,
         }
     )
+    if options.engine_outputs is not None and len(options.engine_outputs) == len(encoded):
+        extra["engine_output"] = compare_engine_outputs(
+            target, prompts, encoded, baseline.tokens, options.engine_outputs, device=options.device
+        )
     return extra
+
+
+def compare_engine_outputs(
+    target: Any,
+    prompts: list[Any],
+    encoded: list[list[int]],
+    greedy: list[list[int]],
+    outputs: list[dict[str, Any]],
+    *,
+    device: str,
+) -> dict[str, Any]:
+    """The engine's output against the target's greedy output, prompt by prompt.
+
+    Greedy speculative decoding is lossless, so an engine that computes the checkpoint's model returns
+    the target's own greedy continuation whatever the drafter does, up to near-ties. The engine's token
+    ids are used when it returns them, else its text re-encoded with the target's tokenizer.
+    """
+    from specprobe.smoke.reference import classify_divergence
+
+    matching = 0
+    near_ties: list[dict[str, Any]] = []
+    confident: list[dict[str, Any]] = []
+    for prompt, ids, greedy_tokens, output in zip(prompts, encoded, greedy, outputs, strict=True):
+        tokens = output.get("token_ids")
+        if tokens is None:
+            text = output.get("text")
+            if not isinstance(text, str):
+                continue
+            if text == target.tokenizer.decode(greedy_tokens, skip_special_tokens=True):
+                matching += 1
+                continue
+            tokens = target.tokenizer.encode(text, add_special_tokens=False)
+        length = min(len(tokens), len(greedy_tokens))
+        divergence = classify_divergence(target, ids, greedy_tokens[:length], tokens[:length], device=device)
+        if divergence is None:
+            matching += 1
+            continue
+        entry = {
+            "prompt": prompt.id,
+            "position": divergence.position,
+            "greedy_token": divergence.greedy_token,
+            "engine_token": divergence.speculative_token,
+            "margin": divergence.margin,
+            "tolerance": divergence.tolerance,
+        }
+        (near_ties if divergence.near_tie else confident).append(entry)
+    return {
+        "matching": matching,
+        "compared": matching + len(near_ties) + len(confident),
+        "near_tie_divergences": near_ties,
+        "confident_divergences": confident,
+    }

@@ -10,6 +10,7 @@ prompts and the engine gap (engine vs reference acceptance, per position) is the
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -50,6 +51,9 @@ ENGINE_GAP_SHARE = 0.2
 # per kernel (bfloat16 measured 1.1% apart on the same pairing).
 ENGINE_GAP_TOLERANCE = {"float32": 0.02, "float64": 0.02}
 ENGINE_GAP_TOLERANCE_DEFAULT = 0.10
+# Share of prompts whose engine output may leave the checkpoint's greedy output at a confident position
+# before the engine is said to compute another model.
+OUTPUT_GAP_SHARE = 0.1
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # vLLM's log prefix: "(EngineCore pid=12) ERROR 12-03 05:50:14 [core.py:1] ".
@@ -450,6 +454,7 @@ def run_serve(options: ServeOptions) -> Report:
             num_speculative_tokens=k,
             api=options.api,
             progress=options.progress,
+            keep_outputs=options.reference,
         )
         try:
             served = run_server(server_options)
@@ -462,10 +467,11 @@ def run_serve(options: ServeOptions) -> Report:
     report.subject["engine"] = served.subject.get("engine") or engine_label
     report.extend(served.findings)
     report.extra.update(served.extra)
+    completions = report.extra.pop("completions", None)
     report.extra.setdefault("lossless", None)
     if options.reference and target is not None and draft is not None and launch.method in ("eagle3", "EAGLE3"):
         reference_start = time.perf_counter()
-        compare_with_reference(report, options, target, draft, launch, k)
+        compare_with_reference(report, options, target, draft, launch, k, completions)
         timings["reference_seconds"] = round(time.perf_counter() - reference_start, 1)
     report.extra.update(timings)
     if options.plot is not None and report.extra.get("per_position"):
@@ -485,7 +491,13 @@ def run_serve(options: ServeOptions) -> Report:
 
 
 def compare_with_reference(  # noqa: PLR0917 - one call site, every value is needed
-    report: Report, options: ServeOptions, target: Path, draft: Path, launch: LaunchCommand, k: int
+    report: Report,
+    options: ServeOptions,
+    target: Path,
+    draft: Path,
+    launch: LaunchCommand,
+    k: int,
+    completions: list[dict[str, Any]] | None = None,
 ) -> None:
     """The reference backend on the same prompts, K and dtype; the engine gap is the headline finding."""
     from specprobe.smoke.runner import SmokeOptions, measure_reference
@@ -502,9 +514,11 @@ def compare_with_reference(  # noqa: PLR0917 - one call site, every value is nee
             max_prompts=options.max_prompts,
             max_new_tokens=options.max_new_tokens,
             progress=options.progress,
+            engine_outputs=completions,
         ),
         reference_report,
     )
+    output = reference.pop("engine_output", None)
     report.extend(reference_report.findings)
     if "mean_acceptance_length" not in reference:
         return
@@ -521,8 +535,40 @@ def compare_with_reference(  # noqa: PLR0917 - one call site, every value is nee
         }
     )
     finding = engine_gap_finding(engine_length, reference_length, report.extra.get("per_position"), reference, k)
+    if isinstance(output, dict):
+        report.extra["engine_output"] = output
+        finding = output_gap_finding(finding, output, reference)
     report.extra["engine_gap"] = finding.message
     report.findings.insert(0, finding)
+
+
+def output_gap_finding(finding: Finding, output: dict[str, Any], reference: dict[str, Any]) -> Finding:
+    """SMOKE-ENGINE-GAP when the engine's output leaves the checkpoint's greedy output at confident
+    positions (margin beyond rounding) on more than one prompt and OUTPUT_GAP_SHARE of them: the engine
+    computes another model, even where acceptance stays close (a drafter that predicts almost every
+    token of either model). One such prompt alone is reported, not failed: engine kernels round
+    differently from transformers'."""
+    confident = output.get("confident_divergences") or []
+    compared = int(output.get("compared") or 0)
+    said = (
+        f"the engine's greedy output equals the checkpoint's on {output.get('matching')} of {compared} prompts "
+        f"({len(output.get('near_tie_divergences') or [])} near-tie, {len(confident)} confident divergence(s))"
+    )
+    if (
+        len(confident) > 1
+        and len(confident) > OUTPUT_GAP_SHARE * compared
+        and finding.rule != smoke_rules.ENGINE_GAP.id
+    ):
+        first = confident[0]
+        return smoke_rules.ENGINE_GAP.finding(
+            f"{said}: greedy speculative decoding must return the target's own output, so the engine computes "
+            f"another model than the checkpoint's (prompt {first['prompt']}, new token {first['position']}: logit "
+            f"margin {first['margin']:.3g} > rounding {first['tolerance']:.3g} in {reference.get('dtype')}); "
+            f"{finding.message}",
+            hint="the engine reads this target's config differently from transformers: "
+            "`specprobe check DRAFT --target TARGET --engine ENGINE==VERSION` names the fields",
+        )
+    return dataclasses.replace(finding, message=f"{finding.message}; {said}")
 
 
 def engine_gap_finding(

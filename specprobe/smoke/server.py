@@ -56,6 +56,10 @@ class ServerOptions:
     device: str = "cpu"
     dtype: str = "float32"
     progress: bool = True
+    # Keep each prompt's returned output under "completions" as {"text", "token_ids"} (smoke --serve
+    # compares it with the checkpoint's greedy output); off for `--backend server`, whose JSON stays free
+    # of generated text.
+    keep_outputs: bool = False
 
 
 @dataclass
@@ -161,8 +165,10 @@ def _served_model(base: str) -> str:
     raise SpecprobeError(f"{base}/v1/models lists no model; pass --model")
 
 
-def _request(base: str, options: ServerOptions, model: str, prompt: Prompt) -> tuple[int, dict[str, Any]]:
-    """One greedy request; returns (completion tokens, SGLang meta_info or {})."""
+def _request(
+    base: str, options: ServerOptions, model: str, prompt: Prompt
+) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """One greedy request; returns (completion tokens, SGLang meta_info or {}, the returned output)."""
     common: dict[str, Any] = {
         "model": model,
         "max_tokens": options.max_new_tokens,
@@ -170,6 +176,9 @@ def _request(base: str, options: ServerOptions, model: str, prompt: Prompt) -> t
         # Both engines accept ignore_eos: every prompt then yields the same number of measured tokens.
         "ignore_eos": True,
     }
+    if options.keep_outputs:
+        # vLLM returns the generated token ids with this (choices[0].token_ids); others ignore it.
+        common["return_token_ids"] = True
     if options.api == "chat":
         data = _json(base + "/v1/chat/completions", {**common, "messages": prompt.chat()})
     else:
@@ -178,13 +187,20 @@ def _request(base: str, options: ServerOptions, model: str, prompt: Prompt) -> t
     tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
     if not isinstance(tokens, int):
         raise SpecprobeError(f"{base}: the response has no usage.completion_tokens")
-    meta = data.get("meta_info")
-    if isinstance(meta, dict):
-        return tokens, meta
     choices = data.get("choices")
     first: dict[str, Any] = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = first.get("message")
+    text = first.get("text") if "text" in first else message.get("content") if isinstance(message, dict) else None
+    ids = first.get("token_ids")
+    output = {
+        "text": text if isinstance(text, str) else None,
+        "token_ids": ids if isinstance(ids, list) and all(type(i) is int for i in ids) else None,
+    }
+    meta = data.get("meta_info")
+    if isinstance(meta, dict):
+        return tokens, meta, output
     choice_meta = first.get("meta_info")
-    return tokens, choice_meta if isinstance(choice_meta, dict) else {}
+    return tokens, choice_meta if isinstance(choice_meta, dict) else {}, output
 
 
 def run_server(options: ServerOptions) -> Report:
@@ -214,8 +230,10 @@ def run_server(options: ServerOptions) -> Report:
     completion_tokens = 0
     verify_total = 0
     start = time.perf_counter()
+    completions: list[dict[str, Any]] = []
     for prompt in prompts:
-        tokens, meta = _request(base, options, model, prompt)
+        tokens, meta, output = _request(base, options, model, prompt)
+        completions.append(output)
         completion_tokens += tokens
         after = parse_metrics(_http(metrics_url).decode(errors="replace"))
         drafts = after.drafts - before.drafts
@@ -290,6 +308,8 @@ def run_server(options: ServerOptions) -> Report:
             "model": model,
         }
     )
+    if options.keep_outputs:
+        extra["completions"] = completions
     report.extra.update(extra)
     if "mean_acceptance_length" in extra:
         report.extend(measurement_findings_for_server(report.extra, options.min_acceptance_length, engine or "server"))

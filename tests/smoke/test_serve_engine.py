@@ -77,6 +77,9 @@ def test_trained_drafter_on_the_engine_reaches_the_reference(serve: Serve, demo_
         assert key in report
     assert len(report["per_position"]) == 3 and len(report["reference_per_position"]) == 3
     assert report["findings"][0]["rule"] == "SMOKE-ENGINE-REFERENCE"
+    # Lossless greedy decoding on an engine that computes the checkpoint's model: its own output.
+    output = report["engine_output"]
+    assert output["compared"] > 0 and not output["confident_divergences"], output
 
 
 def test_broken_drafter_collapses_on_the_engine_too(serve: Serve, demo_models: dict[str, Path]) -> None:
@@ -125,6 +128,9 @@ def test_a_target_the_engine_computes_differently_is_an_engine_gap(serve: Serve,
     gap = [f for f in report["findings"] if f["rule"] == "SMOKE-ENGINE-GAP"]
     assert gap, report["findings"]
     # The engine serves another model than the checkpoint's: its acceptance leaves the reference's
-    # (which a right integration equals exactly in float32), here upwards by about 4.5%.
+    # (which a right integration equals exactly in float32; +4.5% in docs/real-engine), or, where the
+    # drafter predicts nearly every token of both models, its greedy output leaves the checkpoint's at
+    # positions whose margin is far beyond rounding.
     engine, reference = report["mean_acceptance_length"], report["reference_mean_acceptance_length"]
-    assert abs(engine - reference) > 0.02 * reference
+    confident = report["engine_output"]["confident_divergences"]
+    assert abs(engine - reference) > 0.02 * reference or len(confident) > 1, (engine, reference, confident)

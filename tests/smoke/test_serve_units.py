@@ -243,3 +243,31 @@ def test_engine_gap_either_way_beyond_rounding_is_an_error() -> None:
     # bfloat16 kernels round differently: 1.1% apart on the same pairing is not a gap.
     half = engine_gap_finding(3.66, 3.6978, None, {"dtype": "bfloat16"}, 3)
     assert half.rule == "SMOKE-ENGINE-REFERENCE"
+
+
+def test_engine_output_leaving_the_checkpoints_at_confident_positions_is_an_engine_gap() -> None:
+    """Acceptance can stay within rounding while the engine computes another model (a drafter that
+    predicts nearly every token of both): the engine's greedy output then leaves the checkpoint's."""
+    from specprobe.smoke.serve import engine_gap_finding, output_gap_finding
+
+    reference = {"per_position": [0.99, 0.97, 0.97], "dtype": "float32"}
+    close = engine_gap_finding(3.9068, 3.9415, [0.98, 0.96, 0.96], reference, 3)
+    assert close.rule == "SMOKE-ENGINE-REFERENCE"
+
+    def divergence(prompt: str, margin: float) -> dict:
+        return {"prompt": prompt, "position": 7, "greedy_token": 1, "engine_token": 2,
+                "margin": margin, "tolerance": 1e-4}  # fmt: skip
+
+    other_model = {"matching": 20, "compared": 24, "near_tie_divergences": [],
+                   "confident_divergences": [divergence(p, 2.5) for p in ("a", "b", "c", "d")]}  # fmt: skip
+    gap = output_gap_finding(close, other_model, reference)
+    assert gap.rule == "SMOKE-ENGINE-GAP" and gap.severity.value == "error"
+    assert "20 of 24 prompts" in gap.message and "prompt a, new token 7" in gap.message
+    # One confident flip (engine kernels round otherwise) or near-ties only: said, not failed.
+    for output in (
+        {"matching": 23, "compared": 24, "near_tie_divergences": [], "confident_divergences": [divergence("a", 2.5)]},
+        {"matching": 20, "compared": 24, "near_tie_divergences": [divergence(p, 0.0) for p in "abcd"],
+         "confident_divergences": []},
+    ):  # fmt: skip
+        kept = output_gap_finding(close, output, reference)
+        assert kept.rule == "SMOKE-ENGINE-REFERENCE" and "greedy output equals the checkpoint's" in kept.message
