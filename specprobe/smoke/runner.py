@@ -233,15 +233,7 @@ def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
         divergence = classify_divergence(target, ids, greedy_tokens, spec_tokens, device=options.device)
         if divergence is None:
             continue
-        entry = {
-            "prompt": prompt.id,
-            "position": divergence.position,
-            "greedy_token": divergence.greedy_token,
-            "speculative_token": divergence.speculative_token,
-            "margin": divergence.margin,
-            "tolerance": divergence.tolerance,
-        }
-        (near_ties if divergence.near_tie else confident).append(entry)
+        (near_ties if divergence.near_tie else confident).append(divergence_entry(prompt.id, divergence))
     extra.update(
         {
             # Lossless up to rounding: only a divergence at a confident position breaks it.
@@ -282,6 +274,18 @@ def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
     return extra
 
 
+def divergence_entry(prompt_id: str, divergence: Any, *, other: str = "speculative_token") -> dict[str, Any]:
+    """One divergence in the result JSON: where, which two tokens, the target's margin and the tolerance."""
+    return {
+        "prompt": prompt_id,
+        "position": divergence.position,
+        "greedy_token": divergence.greedy_token,
+        other: divergence.speculative_token,
+        "margin": divergence.margin,
+        "tolerance": divergence.tolerance,
+    }
+
+
 def compare_engine_outputs(
     target: Any,
     prompts: list[Any],
@@ -317,14 +321,7 @@ def compare_engine_outputs(
         if divergence is None:
             matching += 1
             continue
-        entry = {
-            "prompt": prompt.id,
-            "position": divergence.position,
-            "greedy_token": divergence.greedy_token,
-            "engine_token": divergence.speculative_token,
-            "margin": divergence.margin,
-            "tolerance": divergence.tolerance,
-        }
+        entry = divergence_entry(prompt.id, divergence, other="engine_token")
         (near_ties if divergence.near_tie else confident).append(entry)
     return {
         "matching": matching,
