@@ -142,6 +142,13 @@ def history(engine: str, subject: Subject, value: str) -> History:
     versions = store.known_versions(engine)
     if not versions:
         raise SpecprobeError(f"no shipped snapshots of {engine}")
+    if subject is Subject.TARGET_GATE and value != value.lower():
+        # The gate matches config.json's model_type (lower case, e.g. deepseek_v3); a class name such as
+        # DeepseekV3ForCausalLM never matches it and would read as "refused by every gated release".
+        raise SpecprobeError(
+            f"--target-gate takes the target's model_type as config.json spells it (e.g. deepseek_v3, qwen3_moe), "
+            f"not {value!r}"
+        )
     result = History(engine, subject, value)
     for version in versions:
         schema = store.load_snapshot(engine, version)

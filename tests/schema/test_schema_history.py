@@ -10,6 +10,7 @@ from packaging.version import Version
 from typer.testing import CliRunner
 
 from specprobe.cli import app
+from specprobe.findings import SpecprobeError
 from specprobe.schema.history import History, Presence, Subject, history
 from specprobe.schema.store import known_versions, load_snapshot
 
@@ -119,3 +120,9 @@ def test_cli_history_bad_arguments_exit_2(args, message):
     result = runner.invoke(app, ["schema", *args])
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+def test_target_gate_refuses_a_class_name_instead_of_a_model_type():
+    """`DeepseekV3ForCausalLM` never matches an allowlist of model_types: one clear line, not a false "no"."""
+    with pytest.raises(SpecprobeError, match="model_type"):
+        history("vllm", Subject.TARGET_GATE, "DeepseekV3ForCausalLM")
