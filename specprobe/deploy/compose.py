@@ -11,14 +11,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from specprobe.deploy.engines import image_engine
 from specprobe.deploy.launch import (
-    Search,
-    assume_launcher,
-    find_launches,
-    shown_command,
-    through_entrypoint,
-    to_deployments,
+    ContainerRun,
+    container_deployments,
 )
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
@@ -162,39 +157,19 @@ def parse_compose(documents: list[Any], file: str, base_dir: Path) -> tuple[list
                 origins.update({len(words) + i: origin for i, origin in part[2].items()})
                 words.extend(part[0])
                 lines.extend(part[1])
-        search = Search(findings=problems)
-        if entrypoint is None and command is not None:
-            before = len(words)
-            words, lines, doubled = through_entrypoint(image, words, lines, service.line_of("image"))
-            origins = {index + len(words) - before: origin for index, origin in origins.items()}
-            search.findings.extend(doubled)
-        if words:
-            found = find_launches(words, lines, image=image, variables=scope, text_origin=origins)
-            if not found.launches and entrypoint is None:
-                found = assume_launcher(image, words, lines, service.line_of("command"))
-            search.launches.extend(found.launches)
-            search.findings.extend(found.findings)
-        made, leftover = to_deployments(
-            search,
-            name=name,
-            file=file,
-            base_dir=base_dir,
-            line=service.line,
-            image=image,
-            image_line=service.line_of("image") if "image" in service else None,
-            device=_device(service),
+        run = ContainerRun(
+            service,
+            words,
+            lines,
+            origins,
+            own_entrypoint=entrypoint is not None,
+            arguments_given=command is not None,
+            arguments_key="command",
+            problems=problems,
         )
-        if not made and image is not None and image_engine(image) is not None:
-            how = "its image's default command" if not words else f"`{shown_command(words)}`"
-            note = rules.NO_LAUNCH.finding(
-                f"engine image {image} runs {how}, which is no serve command specprobe recognises",
-                location=image,
-            )
-            note.line = service.line
-            leftover.append(note)
-        for finding in leftover:
-            finding.file, finding.deployment = file, name
-            finding.line = finding.line or service.line
+        made, leftover = container_deployments(
+            run, name=name, file=file, base_dir=base_dir, image=image, variables=scope, device=_device(service)
+        )
         deployments.extend(made)
         findings.extend(leftover)
     return deployments, findings

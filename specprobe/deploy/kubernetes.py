@@ -12,14 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from specprobe.deploy.engines import image_engine
 from specprobe.deploy.launch import (
-    Search,
-    assume_launcher,
-    find_launches,
-    shown_command,
-    through_entrypoint,
-    to_deployments,
+    ContainerRun,
+    container_deployments,
 )
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line, load_documents, relocate
@@ -155,41 +150,26 @@ def _container(
                 origins[len(words) + index] = origin
             words.extend(expand_references(w, env) for w in part[0])
             lines.extend(part[1])
-    search = Search(findings=problems)
-    if command is None and args is not None:
-        words, lines, doubled = through_entrypoint(image, words, lines, container.line_of("image"))
-        shift = len(words) - len(args[0])
-        origins = {index + shift: origin for index, origin in origins.items()}
-        search.findings.extend(doubled)
-    if words:
-        found = find_launches(words, lines, image=image, variables=env, text_origin=origins)
-        if not found.launches and command is None:
-            found = assume_launcher(image, words, lines, container.line_of("args"))
-        search.launches.extend(found.launches)
-        search.findings.extend(found.findings)
-    deployments, leftover = to_deployments(
-        search,
+    run = ContainerRun(
+        container,
+        words,
+        lines,
+        origins,
+        own_entrypoint=command is not None,
+        arguments_given=args is not None,
+        arguments_key="args",
+        problems=problems,
+    )
+    return container_deployments(
+        run,
         name=name,
         file=file,
         base_dir=base_dir,
-        line=container.line,
         image=image,
-        image_line=container.line_of("image") if "image" in container else None,
+        variables=env,
         device=_device(container),
         configs=configs,
     )
-    if not deployments and image is not None and image_engine(image) is not None:
-        how = "its image's default command" if not words else f"`{shown_command(words)}`"
-        note = rules.NO_LAUNCH.finding(
-            f"engine image {image} runs {how}, which is no serve command specprobe recognises",
-            location=image,
-        )
-        note.line = container.line
-        leftover.append(note)
-    for finding in leftover:
-        finding.file, finding.deployment = file, name
-        finding.line = finding.line or container.line
-    return deployments, leftover
 
 
 def _documents(documents: list[Any]) -> list[LineDict]:

@@ -375,3 +375,70 @@ def to_deployments(
             deployment.findings = [deployment.locate(f) for f in deployment.findings]
         return deployments, []
     return [], search.findings
+
+
+@dataclass
+class ContainerRun:
+    """What one container (a Kubernetes container, a compose service) runs: its words, each word's
+    source line and text origin, and whether it names its own entrypoint (Kubernetes ``command``,
+    compose ``entrypoint``) or only the image entrypoint's arguments (``args``, ``command``)."""
+
+    spec: LineDict
+    words: list[str]
+    lines: list[int | None]
+    origins: dict[int, tuple[int, bool]]
+    own_entrypoint: bool
+    arguments_given: bool
+    arguments_key: str
+    problems: list[Finding] = field(default_factory=list)
+
+
+def container_deployments(
+    run: ContainerRun,
+    *,
+    name: str,
+    file: str,
+    base_dir: Path,
+    image: str | None,
+    variables: dict[str, str],
+    device: str | None,
+    configs: dict[str, LineDict] | None = None,
+) -> tuple[list[Deployment], list[Finding]]:
+    """The deployments a container runs, and findings placed in ``file`` under ``name``: arguments alone
+    go through the image's entrypoint; without a serve command on an engine image, DEPLOY-NO-LAUNCH."""
+    words, lines, origins = run.words, run.lines, run.origins
+    search = Search(findings=run.problems)
+    if not run.own_entrypoint and run.arguments_given:
+        before = len(words)
+        words, lines, doubled = through_entrypoint(image, words, lines, run.spec.line_of("image"))
+        origins = {index + len(words) - before: origin for index, origin in origins.items()}
+        search.findings.extend(doubled)
+    if words:
+        found = find_launches(words, lines, image=image, variables=variables, text_origin=origins)
+        if not found.launches and not run.own_entrypoint:
+            found = assume_launcher(image, words, lines, run.spec.line_of(run.arguments_key))
+        search.launches.extend(found.launches)
+        search.findings.extend(found.findings)
+    deployments, leftover = to_deployments(
+        search,
+        name=name,
+        file=file,
+        base_dir=base_dir,
+        line=run.spec.line,
+        image=image,
+        image_line=run.spec.line_of("image") if "image" in run.spec else None,
+        device=device,
+        configs=configs,
+    )
+    if not deployments and image is not None and image_engine(image) is not None:
+        how = "its image's default command" if not words else f"`{shown_command(words)}`"
+        note = rules.NO_LAUNCH.finding(
+            f"engine image {image} runs {how}, which is no serve command specprobe recognises",
+            location=image,
+        )
+        note.line = run.spec.line
+        leftover.append(note)
+    for finding in leftover:
+        finding.file, finding.deployment = file, name
+        finding.line = finding.line or run.spec.line
+    return deployments, leftover
