@@ -58,3 +58,39 @@ def describe_error(exc: BaseException, package: str) -> dict[str, Any]:
     if inner is not None and inner.__traceback__ is not None:
         frame = engine_frame(inner.__traceback__, package) or frame
     return {"type": type(exc).__name__, "module": type(exc).__module__, "message": message, "frame": frame}
+
+
+def run_main(engine: str, distributions: tuple[str, ...], dry_run: Any) -> None:
+    """The probe's whole run: refuse an interpreter without ``engine`` (exit 3), read the request
+    (``{"argv": [...], "device": ...}`` as argv[1]), run ``dry_run(argv, device)`` with the engine's
+    prints kept off stdout, and reply with the result, the engine's version and the distributions."""
+    import importlib
+    import importlib.util
+    import json
+    import platform
+    import sys
+
+    import _common
+
+    if importlib.util.find_spec(engine) is None:
+        _common.reply({"error": "not_installed", "engine": engine, "interpreter": sys.executable})
+        sys.exit(3)
+    request = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    argv = [str(item) for item in request.get("argv") or []]
+    device = request.get("device")
+    with _common.stdout_to_stderr():
+        module = importlib.import_module(engine)
+        result = dry_run(argv, device if isinstance(device, str) else None)
+    versions = _common.distribution_versions(*distributions)
+    declared = getattr(module, "__version__", None)
+    result.update(
+        {
+            "engine": engine,
+            "version": declared
+            or next((versions[name] for name in distributions if name.startswith(engine) and versions[name]), None),
+            "distributions": versions,
+            "python": platform.python_version(),
+            "interpreter": sys.executable,
+        }
+    )
+    _common.reply(result)

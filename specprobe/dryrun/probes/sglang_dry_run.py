@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -126,27 +124,7 @@ def dry_run(argv: list[str], device: str | None) -> dict[str, Any]:
 
 
 def main() -> None:
-    if importlib.util.find_spec("sglang") is None:
-        _common.reply({"error": "not_installed", "engine": "sglang", "interpreter": sys.executable})
-        sys.exit(3)
-    request = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    argv = [str(item) for item in request.get("argv") or []]
-    device = request.get("device")
-    with _common.stdout_to_stderr():
-        import sglang
-
-        result = dry_run(argv, device if isinstance(device, str) else None)
-    versions = _common.distribution_versions("sglang", "torch", "transformers")
-    result.update(
-        {
-            "engine": "sglang",
-            "version": getattr(sglang, "__version__", None) or versions["sglang"],
-            "distributions": versions,
-            "python": platform.python_version(),
-            "interpreter": sys.executable,
-        }
-    )
-    _common.reply(result)
+    _errors.run_main("sglang", ("sglang", "torch", "transformers"), dry_run)
 
 
 if __name__ == "__main__":

