@@ -274,23 +274,22 @@ def overlay_base(release: Release) -> Path:
     return HOME_CACHE / "engines" / OVERLAY_BASES[release.engine]
 
 
-def install_overlay(release: Release, venv: Path, logfile: Path) -> tuple[Path, str]:
-    """The release's package alone, over the site-packages of a provisioned venv of the same engine."""
-    base = overlay_base(release)
-    base_python = base / "bin" / "python"
-    python = make_venv(venv)
-    site = subprocess.run(
+def purelib(python: Path) -> str:
+    """The site-packages folder of ``python``'s environment."""
+    return subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    base_site = subprocess.run(
-        [str(base_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+
+
+def install_overlay(release: Release, venv: Path, logfile: Path) -> tuple[Path, str]:
+    """The release's package alone, over the site-packages of a provisioned venv of the same engine."""
+    base = overlay_base(release)
+    base_python = base / "bin" / "python"
+    python = make_venv(venv)
+    site, base_site = purelib(python), purelib(base_python)
     # Read after the venv's own site-packages, so this release's package shadows the base one.
     Path(site, "zz-specprobe-base.pth").write_text(base_site + "\n", encoding="utf-8")
     with logfile.open("a", encoding="utf-8") as out:
