@@ -14,13 +14,12 @@ from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
 from specprobe.engine_spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
+from specprobe.engines.facts import newest_read
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
 from specprobe.untrusted import exists, expand_user, is_dir
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
-# Newest releases whose behaviour the engine-specific rules encode, used when no snapshot is shipped.
-FALLBACK_LATEST = {"vllm": "0.33.0", "sglang": "0.5.23"}
 
 
 def parse_engine(spec: str | None) -> tuple[list[tuple[str, str]], bool]:
@@ -56,7 +55,8 @@ def latest_version(engine: str) -> str:
     from specprobe.schema.store import known_versions
 
     versions = known_versions(engine)
-    return versions[-1] if versions else FALLBACK_LATEST[engine]
+    # With no snapshot shipped: the newest release the engine facts were read against (engines.yaml).
+    return versions[-1] if versions else newest_read()[engine]
 
 
 def _families() -> list[Family]:

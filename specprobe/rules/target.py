@@ -7,10 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from packaging.version import Version
-
 from specprobe.compat.engine_facts import (
     DEFAULT_AUX_EVIDENCE,
+    answer,
     default_aux_layers,
     draft_positions,
     sglang_context_length,
@@ -20,15 +19,13 @@ from specprobe.compat.engine_facts import (
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import AttentionKind, classify_attention
 from specprobe.rules import rule
-from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema, _version
+from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema
 from specprobe.rules.shapes import aux_layer_ids, aux_layer_sources, int_text
 
 if TYPE_CHECKING:
     from specprobe.context import CheckContext
 
 FAMILY = "target"
-VLLM_MLA_MIN = Version("0.18")
-_SGLANG_MLA_MIN = Version("0.5.12")
 
 CONFIG_INVALID = rule(
     "TARGET-CONFIG-INVALID",
@@ -152,7 +149,7 @@ def _tied_head(ctx: CheckContext) -> Iterator[Finding]:
         if head is None or head.value != "embed_tokens":
             continue
         yield TIED_HEAD.finding(
-            f"{engine}=={version}: tie_word_embeddings is true, so the draft head is embed_tokens "
+            f"{engine}=={version}{head.judged_note}: tie_word_embeddings is true, so the draft head is embed_tokens "
             f"[{vocab}, hidden] while d2t maps {draft_vocab} draft-vocabulary logits: every draft token is wrong",
             location="config.json:tie_word_embeddings",
             severity=Severity.ERROR if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.WARNING,
@@ -192,7 +189,8 @@ def _max_position(ctx: CheckContext, draft_mpe: int, target_mpe: int) -> Iterato
         # at or below the draft's, the usual setting for long-context targets, starts cleanly): info.
         silent = behaviour.value == "overflow"
         yield MAX_POSITION.finding(
-            f"{engine}=={version}: draft max_position_embeddings {shown_draft} < target's {shown_target}; {what}",
+            f"{engine}=={version}{behaviour.judged_note}: draft max_position_embeddings {shown_draft} < target's "
+            f"{shown_target}; {what}",
             location="config.json:max_position_embeddings",
             severity=Severity.WARNING if silent and (ctx.engine_explicit or len(ctx.engines) == 1) else Severity.INFO,
             hint=hint,
@@ -204,13 +202,14 @@ def _attention_evidence(target_kind: AttentionKind, engines: list[tuple[str, str
     """The drafter model file each engine uses for a target of this attention family."""
     links: list[str] = []
     for engine, version in engines:
+        # Each engine's MLA EAGLE-3 drafter (fact eagle3_mla_drafter): vLLM's deepseek_eagle3.py, SGLang's
+        # kimi_k25_eagle3.py; an unparsable vLLM version is taken as current (the MLA file), SGLang's not.
+        has_mla = answer(engine, version, "eagle3_mla_drafter")
+        mla = target_kind is AttentionKind.MLA and (has_mla.value is True if has_mla else engine == "vllm")
         if engine == "vllm":
-            mla = target_kind is AttentionKind.MLA and (_version(version) or VLLM_MLA_MIN) >= VLLM_MLA_MIN
             path = "deepseek_eagle3.py" if mla else "llama_eagle3.py"
             links.append(source_url("vllm", version, f"vllm/model_executor/models/{path}"))
         else:
-            parsed = _version(version)
-            mla = target_kind is AttentionKind.MLA and parsed is not None and parsed >= _SGLANG_MLA_MIN
             path = "kimi_k25_eagle3.py" if mla else "llama_eagle3.py"
             links.append(source_url("sglang", version, f"sglang/srt/models/{path}"))
     return tuple(dict.fromkeys(links))

@@ -20,8 +20,16 @@ runner = CliRunner()
 def drafts(tmp_path: Path) -> Path:
     build_target(tmp_path / "target")
     build_draft(tmp_path / "good", DraftSpec(draft_format="specforge"))
-    # An architecture vLLM does not know: a warning (a plugin could register it), not an error.
-    build_draft(tmp_path / "warn", DraftSpec(), config_overrides={"architectures": ["AcmeDraftForCausalLM"]})
+    # An architecture vLLM does not register, with an auto_map naming remote classes: warnings (remote code
+    # could supply it), not an error. Without the auto_map the release refuses it: an error.
+    build_draft(
+        tmp_path / "warn",
+        DraftSpec(),
+        config_overrides={
+            "architectures": ["AcmeDraftForCausalLM"],
+            "auto_map": {"AutoModelForCausalLM": "modeling_acme.AcmeDraftForCausalLM"},
+        },
+    )
     build_draft(tmp_path / "bad", DraftSpec(draft_format="specforge"), config_overrides={"draft_vocab_size": 100})
     return tmp_path
 

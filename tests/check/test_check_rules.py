@@ -37,11 +37,19 @@ def test_a_target_class_as_drafter_is_an_error_and_an_unknown_class_a_warning(tm
     # GemmaForCausalLM is a target class both engines register: each loads (or looks for) the wrong model.
     build_draft(tmp_path / "known", DraftSpec(), config_overrides={"architectures": ["GemmaForCausalLM"]})
     build_draft(tmp_path / "unknown", DraftSpec(), config_overrides={"architectures": ["AcmeDraftForCausalLM"]})
+    remote = {"architectures": ["AcmeDraftForCausalLM"], "auto_map": {"AutoModelForCausalLM": "acme.AcmeDraft"}}
+    build_draft(tmp_path / "remote", DraftSpec(), config_overrides=remote)
 
     assert _unresolved(run_check(tmp_path / "known")) == ["error", "error"]
     assert _unresolved(run_check(tmp_path / "known", engine="sglang")) == ["error"]
     assert _unresolved(run_check(tmp_path / "unknown", engine="sglang")) == ["warning"]
-    assert _unresolved(run_check(tmp_path / "unknown", engine="vllm")) == ["warning"]
+    # vLLM rewrites it to Eagle3AcmeDraftForCausalLM: no transformers class, no auto_map, not in the
+    # release's registry -> refused at start, an error wherever that registry is known ...
+    assert _unresolved(run_check(tmp_path / "unknown", engine="vllm")) == ["error"]
+    assert _unresolved(run_check(tmp_path / "unknown", engine="vllm==0.40.0")) == ["error"]
+    # ... a warning where remote code could supply it, or the release's registry is not known.
+    assert _unresolved(run_check(tmp_path / "remote", engine="vllm")) == ["warning"]
+    assert _unresolved(run_check(tmp_path / "unknown", engine="vllm==0.7.3")) == ["warning"]
 
 
 def test_a_drafter_one_engine_loads_is_only_information_for_the_other(tmp_path: Path) -> None:

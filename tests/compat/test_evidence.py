@@ -9,17 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.compat.engine_facts import (
-    AUTO_RESOLVED,
-    DRAFT_POSITIONS,
-    FC_INPUTS,
-    KNOWN_TARGETS,
-    LAYER_PREFIXES,
-    SELF_DRAFTING,
-    TIED_HEAD,
-)
 from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import EntryKind
+from specprobe.engines.facts import all_facts
 from specprobe.rules.catalog import all_rules
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,16 +22,29 @@ HF_DOCS_PINNED = re.compile(r"^https://huggingface\.co/docs/[^/]+/v\d+(\.\d+)+/"
 BRANCHES = re.compile(r"/(blob|tree)/(main|master|develop)/|/docs/[^/]+/main/")
 
 
-def _fact_links() -> list[str]:
-    facts = [*FC_INPUTS, *LAYER_PREFIXES, *TIED_HEAD, *DRAFT_POSITIONS, *SELF_DRAFTING, *AUTO_RESOLVED, *KNOWN_TARGETS]
-    return [fact.evidence for fact in facts]
+def _fact_links() -> list[tuple[str, str]]:
+    """Every link of every engine fact in specprobe/data/engine_facts/ (templates expanded)."""
+    return [
+        (f"engine fact {fact.engine}:{fact.name} {rng.versions or '(every release)'}", url)
+        for fact in all_facts()
+        for rng in fact.ranges
+        for url in rng.links()
+    ]
 
 
 def _all_links() -> list[tuple[str, str]]:
     links = [(f"rule {r.id}", url) for r in all_rules() for url in r.evidence]
     links += [(f"matrix {e.id}", url) for e in load_matrix() for url in e.evidence]
-    links += [("engine fact", url) for url in _fact_links()]
+    links += _fact_links()
     return links
+
+
+def test_every_engine_fact_cites_a_link_pinned_to_a_tag_or_a_thread() -> None:
+    links = _fact_links()
+    assert len(links) >= 50  # every range of every fact, templates expanded per release
+    for owner, url in links:
+        assert url.startswith("https://github.com/"), f"{owner}: {url} is not engine source or a thread"
+        assert _check(url) is None, f"{owner}: {url} {_check(url)}"
 
 
 def _check(url: str) -> str | None:
