@@ -385,7 +385,11 @@ def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[str, str]:
                 version,
                 declared=declared,
                 resolved=resolved,
-                why=f"vLLM rewrites {declared} to {resolved}, which it does not register",
+                why=(
+                    f"vLLM rewrites {declared} to {resolved}, which it does not register"
+                    if resolved != declared
+                    else f"vLLM keeps {declared} as named (it starts or ends with Eagle3) and does not register it"
+                ),
                 registry=registry,
             )
         mla = answer(engine, version, "eagle3_mla_drafter")
