@@ -100,7 +100,8 @@ ARCH_UNRESOLVED = rule(
     FAMILY,
     Severity.ERROR,
     "the draft architecture, after the engine's EAGLE-3 rewrite, is not an EAGLE-3 draft class of the engine version "
-    "(a target class it registers: error; a class it does not know: warning)",
+    "(a target class it registers, or a vLLM name its known registry lacks with no auto_map: error; otherwise: "
+    "warning)",
     VLLM_REGISTRY,
     VLLM_SPEC_CONFIG,
     SGLANG_MODEL_CONFIG,
