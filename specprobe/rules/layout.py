@@ -378,6 +378,11 @@ def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[str, str]:
         if resolved is None:
             return "error", "config.json declares no architectures"
         registry, registered = _vllm_registry(version)
+        if not registered:
+            return "warning", (
+                f"no shipped snapshot says which draft classes {engine}=={version} registers; it would look up "
+                f"{resolved}"
+            )
         if resolved not in registered:
             declared = ctx.draft_architecture or resolved
             return _unresolved(
