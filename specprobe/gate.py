@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,12 @@ from specprobe.deploy.model import Deployment
 from specprobe.engine_spec import EngineSpec
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.hfconfig import looks_like_hub_id
+from specprobe.lint import LintCache, lint_deployment
 from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
 
 __all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model", "smoke_deployment"]
 
-# check's findings per (drafter folder, target, engine, method, device), for one gate run.
-_CHECKS: dict[tuple[str, str | None, str | None, str | None, str | None], list[Finding]] = {}
 _UNEXPANDED = re.compile(r"\$\(?\{?[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -45,6 +44,28 @@ class ModelRef:
     @property
     def has_weights(self) -> bool:
         return self.folder is not None and any(self.folder.glob("*.safetensors*"))
+
+
+CheckKey = tuple[str, str | None, str | None, str | None, str | None]
+
+
+@dataclass
+class GateCache:
+    """What one gate run reads once and shares between its deployments: check's findings per
+    (drafter folder, target, engine, method, device), and lint's snapshots and matrix.
+
+    One per run, passed along, never module state: a folder may change between two runs in one
+    process, and two gates in one process (a library caller, threads) must not share results.
+    """
+
+    checks: dict[CheckKey, list[Finding]] = field(default_factory=dict)
+    lint: LintCache = field(default_factory=LintCache)
+    check_families: list[Family] | None = None
+
+    def families(self) -> list[Family]:
+        if self.check_families is None:
+            self.check_families = _check_families()
+        return self.check_families
 
 
 def _hub_cache_folder(repo_id: str) -> Path | None:
@@ -104,7 +125,7 @@ def _check_families() -> list[Family]:
     return [family for family in _families() if family is not compat.run]
 
 
-def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None) -> list[Finding]:
+def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None, cache: GateCache) -> list[Finding]:
     from specprobe.check import run_check
 
     assert draft.folder is not None
@@ -112,17 +133,17 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
     target_spec = str(target.folder) if target is not None and target.folder is not None else None
     # Replicas of one deployment (a fleet's files) name the same drafter: check it once per setting.
     key = (str(draft.folder.resolve()), target_spec, engine, deployment.method, deployment.device)
-    cached = _CHECKS.get(key)
+    cached = cache.checks.get(key)
     if cached is None:
         report = run_check(
             draft.folder,
             target=target_spec,
             engine=engine,
             method=deployment.method,
-            families=_check_families(),
+            families=cache.families(),
             device=deployment.device,
         )
-        cached = _CHECKS[key] = list(report.findings)
+        cached = cache.checks[key] = list(report.findings)
     findings = []
     for original in cached:
         finding = replace(original, evidence=list(original.evidence))
@@ -148,10 +169,9 @@ def _classify(deployment: Deployment, target: ModelRef | None, draft: ModelRef |
     return target_info, draft_info
 
 
-def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
-    """Every finding for one deployment whose engine version is resolved."""
-    from specprobe.lint import lint_deployment
-
+def examine(deployment: Deployment, *, strict: bool = False, cache: GateCache | None = None) -> list[Finding]:
+    """Every finding for one deployment whose engine version is resolved; ``cache`` is the run's."""
+    cache = cache if cache is not None else GateCache()
     findings = list(deployment.findings)
     if deployment.command is None:
         return findings
@@ -162,7 +182,7 @@ def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
             findings.append(_not_examined(deployment, ref, key, strict))
     if draft is not None and draft.folder is not None:
         if draft.has_weights or not draft.hub_cached:
-            findings.extend(_check_draft(deployment, draft, target))
+            findings.extend(_check_draft(deployment, draft, target, cache))
         else:
             severity = Severity.WARNING if strict else Severity.INFO
             note = deploy_rules.NOT_EXAMINED.finding(
@@ -173,7 +193,7 @@ def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
             )
             findings.append(deployment.locate(note, "draft"))
     target_info, draft_info = _classify(deployment, target, draft)
-    lint_findings, _ = lint_deployment(deployment, target=target_info, draft=draft_info)
+    lint_findings, _ = lint_deployment(deployment, target=target_info, draft=draft_info, cache=cache.lint)
     findings.extend(lint_findings)
     return findings
 
@@ -219,13 +239,13 @@ def gate_deployments(
     """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine."""
     report = Report(command=command)
     report.extend(extra_findings)
-    _CHECKS.clear()  # a folder may change between runs in one process (tests, a long-lived caller)
+    cache = GateCache()
     for deployment in deployments:
         if deployment.command is not None:
             resolve_engine_version(deployment, engine)
             if deployment.file is not None:
                 report.add(_version_finding(deployment))
-        report.extend(examine(deployment, strict=strict))
+        report.extend(examine(deployment, strict=strict, cache=cache))
     if smoke:
         report.extend(smoke_findings(deployments))
     if strict:
