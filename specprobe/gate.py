@@ -61,6 +61,8 @@ class GateCache:
     checks: dict[CheckKey, list[Finding]] = field(default_factory=dict)
     lint: LintCache = field(default_factory=LintCache)
     check_families: list[Family] | None = None
+    targets: dict[str, TargetInfo | None] = field(default_factory=dict)
+    drafts: dict[str, DraftInfo | None] = field(default_factory=dict)
 
     def families(self) -> list[Family]:
         if self.check_families is None:
@@ -152,20 +154,28 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
     return findings
 
 
-def _classify(deployment: Deployment, target: ModelRef | None, draft: ModelRef | None) -> tuple[
+def _classify(target: ModelRef | None, draft: ModelRef | None, cache: GateCache) -> tuple[
     TargetInfo | None, DraftInfo | None
 ]:
+    """What the matrix needs of the target and drafter, read once per folder in a run (a fleet names
+    one target many times)."""
     target_info = draft_info = None
     if target is not None and target.folder is not None:
-        try:
-            target_info = classify_target(str(target.folder))
-        except SpecprobeError:
-            target_info = None  # check's target rules report an unreadable target config
+        key = str(target.folder)
+        if key not in cache.targets:
+            try:
+                cache.targets[key] = classify_target(key)
+            except SpecprobeError:
+                cache.targets[key] = None  # check's target rules report an unreadable target config
+        target_info = cache.targets[key]
     if draft is not None and draft.folder is not None:
-        try:
-            draft_info = classify_draft(str(draft.folder))
-        except (SpecprobeError, OSError):
-            draft_info = None
+        key = str(draft.folder)
+        if key not in cache.drafts:
+            try:
+                cache.drafts[key] = classify_draft(key)
+            except (SpecprobeError, OSError):
+                cache.drafts[key] = None
+        draft_info = cache.drafts[key]
     return target_info, draft_info
 
 
@@ -192,7 +202,7 @@ def examine(deployment: Deployment, *, strict: bool = False, cache: GateCache | 
                 severity=severity,
             )
             findings.append(deployment.locate(note, "draft"))
-    target_info, draft_info = _classify(deployment, target, draft)
+    target_info, draft_info = _classify(target, draft, cache)
     lint_findings, _ = lint_deployment(deployment, target=target_info, draft=draft_info, cache=cache.lint)
     findings.extend(lint_findings)
     return findings

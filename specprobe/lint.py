@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
 from specprobe.compat.evaluate import evaluate
 from specprobe.compat.loader import load_matrix
-from specprobe.compat.model import Entry, Match
+from specprobe.compat.model import Entry, Match, Pairing, Verdict
 from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
@@ -45,6 +45,7 @@ class LintCache:
     snapshots: dict[tuple[str, str | None], tuple[Any, str | None]] = field(default_factory=dict)
     matrix: list[Entry] | None = None
     facts: StoreSnapshots = field(default_factory=StoreSnapshots)
+    verdicts: dict[tuple[Any, ...], list[Verdict]] = field(default_factory=dict)
 
     def snapshot(self, engine: str, version: str | None) -> tuple[Any, str | None]:
         key = (engine, version)
@@ -56,6 +57,16 @@ class LintCache:
         if self.matrix is None:
             self.matrix = load_matrix()
         return self.matrix
+
+    def evaluate(self, pairing: Pairing) -> list[Verdict]:
+        """The matrix verdicts for ``pairing``, evaluated once per distinct pairing in a run (replicas
+        of a deployment, or drafters of one shape, share them)."""
+        # Pairing is frozen but holds the target's config.json as a dict: key on its JSON text.
+        config = json.dumps(pairing.target_config, sort_keys=True, default=str)
+        key = (replace(pairing, target_config=None), config)
+        if key not in self.verdicts:
+            self.verdicts[key] = evaluate(self.entries(), pairing, self.facts)
+        return self.verdicts[key]
 
 
 def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
@@ -514,7 +525,7 @@ def lint_deployment(
         )
         matrix_line = deployment.source.line_of("method", "speculative", "command")
         try:
-            verdicts = evaluate(cache.entries(), pairing, cache.facts)
+            verdicts = cache.evaluate(pairing)
         except Exception as exc:  # same contract for the matrix step
             from specprobe.rules.internal import internal_error
 
