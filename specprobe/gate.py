@@ -208,6 +208,56 @@ def examine(deployment: Deployment, *, strict: bool = False, cache: GateCache | 
     return findings
 
 
+# Evidence that belongs to one engine or one input form. A rule shared by both engines or by several
+# forms cites them all; a finding about one deployment cites only what applies to it (a vLLM flag
+# finding does not send the reader to SGLang's server_args.py, a shell script's to Kubernetes docs).
+_ENGINE_OF_URL = {"github.com/vllm-project/": "vllm", "github.com/sgl-project/": "sglang"}
+_FORM_OF_URL = {"kubernetes.io/": "kubernetes", "docs.docker.com/reference/compose-file": "compose"}
+_FORM_OF_NAME = {"k8s/": "kubernetes", "compose/": "compose", "dockerfile/": "dockerfile", "script/": "shell"}
+_SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
+
+
+def input_form(name: str | None, file: str | None) -> str | None:
+    """The input form a deployment (by its name) or a file (by its name) was read from; None when
+    neither tells."""
+    for prefix, form in _FORM_OF_NAME.items():
+        if name and name.startswith(prefix):
+            return form
+    if file:
+        base = Path(file).name.lower()
+        if base.endswith(_SHELL_SUFFIXES):
+            return "shell"
+        if base.startswith(("dockerfile", "containerfile")) or base.endswith(".dockerfile"):
+            return "dockerfile"
+    return None
+
+
+def relevant_evidence(evidence: Sequence[str], *, engine: str | None, form: str | None) -> list[str]:
+    """``evidence`` without links about the other engine or another input form; links that name
+    neither are always kept. This engine's links come first: the reporters show the first one. A
+    finding may be left citing nothing of its own (a shell script's DEPLOY-NO-LAUNCH cites only
+    Kubernetes and Compose references): better none than a wrong one, and its rule page still
+    carries them all."""
+    def fits(url: str) -> bool:
+        # A link fits unless it names an engine or form, and one other than this deployment's.
+        other_engine = any(m in url and engine is not None and o != engine for m, o in _ENGINE_OF_URL.items())
+        other_form = any(m in url and form is not None and o != form for m, o in _FORM_OF_URL.items())
+        return not (other_engine or other_form)
+
+    kept = [url for url in evidence if fits(url)]
+    if engine is not None:
+        kept.sort(key=lambda url: not any(marker in url for marker, owner in _ENGINE_OF_URL.items() if owner == engine))
+    return kept
+
+
+def _with_relevant_evidence(findings: Iterable[Finding], engine: str | None, form: str | None) -> list[Finding]:
+    out = []
+    for finding in findings:
+        finding.evidence = relevant_evidence(finding.evidence, engine=engine, form=form)
+        out.append(finding)
+    return out
+
+
 def _version_finding(deployment: Deployment) -> Finding:
     source = deployment.version_source.value if deployment.version_source else "unknown"
     detail = f" {deployment.image}" if deployment.image and source == "image tag" else ""
@@ -248,14 +298,19 @@ def gate_deployments(
 ) -> Report:
     """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine."""
     report = Report(command=command)
-    report.extend(extra_findings)
+    for finding in extra_findings:
+        # About a file rather than a deployment (no launch found, a file that could not be read).
+        report.extend(_with_relevant_evidence([finding], None, input_form(None, finding.file)))
     cache = GateCache()
     for deployment in deployments:
+        own: list[Finding] = []
         if deployment.command is not None:
             resolve_engine_version(deployment, engine)
             if deployment.file is not None:
-                report.add(_version_finding(deployment))
-        report.extend(examine(deployment, strict=strict, cache=cache))
+                own.append(_version_finding(deployment))
+        own += examine(deployment, strict=strict, cache=cache)
+        form = input_form(deployment.name, deployment.file)
+        report.extend(_with_relevant_evidence(own, deployment.engine_name, form))
     if smoke:
         report.extend(smoke_findings(deployments))
     if strict:
