@@ -173,3 +173,17 @@ def test_lint_cli_points_drafter_findings_at_the_drafter_files(built_case) -> No
     validate(log)
     d2t = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "VOCAB-D2T-RANGE")
     assert d2t["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "d2t-absolute/draft/model.safetensors"
+
+
+@pytest.mark.parametrize(
+    ("level", "kept"), [(Severity.ERROR, {"error"}), (Severity.INFO, {"error", "warning", "note"})]
+)
+def test_sarif_level_chooses_which_findings_are_results(
+    level: Severity, kept: set[str], tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    report = deployments_report()
+    run = SarifReporter(rules=RULES, sarif_level=level).log(report)["runs"][0]
+    assert {r["level"] for r in run["results"]} == kept
+    assert run["properties"]["belowLevel"] == len(report.findings) - len(run["results"])
+    assert run["properties"]["summary"] == report.summary.to_json_dict()
