@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -82,10 +83,22 @@ def write_manifest(root: Path, count: int, *, distinct: bool) -> Path:
     return path
 
 
-def timed(command: list[str], cwd: Path) -> float:
+CPU_SECONDS: dict[str, list[float]] = {}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], cwd: Path, label: str = "") -> float:
+    """Wall seconds of one run; its CPU seconds (user + system, unaffected by other load on a shared
+    machine) are kept under ``label``."""
+    cpu_before = _children_cpu()
     start = time.perf_counter()
     completed = subprocess.run(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     elapsed = time.perf_counter() - start
+    CPU_SECONDS.setdefault(label, []).append(_children_cpu() - cpu_before)
     if completed.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited {completed.returncode}: {completed.stderr.decode()[-500:]}")
     return elapsed
@@ -116,16 +129,18 @@ def main() -> int:
         timed([*command, str(manifests["same", sizes[0]])], root)  # warm the file cache and bytecode
         for _ in range(args.runs):
             for key, path in manifests.items():
-                times[key].append(timed([*command, str(path)], root))
+                times[key].append(timed([*command, str(path)], root, f"{key[0]}/{key[1]}"))
     medians = {key: statistics.median(values) for key, values in times.items()}
     print(f"specprobe gate --format {args.format}, median of {args.runs} run(s); {env_note}")
-    print(f"{'deployments':>12} {'same drafter':>14} {'ratio':>7} {'distinct':>10} {'ratio':>7}")
+    header = f"{'deployments':>12} {'same drafter':>14} {'ratio':>7} {'distinct':>10} {'ratio':>7}"
+    print(header + "   cpu s (same/distinct)")
     for size in sizes:
         cells = []
         for kind in ("same", "distinct"):
             seconds = medians[kind, size]
             cells.append(f"{seconds:>{14 if kind == 'same' else 10}.2f} {seconds / medians[kind, sizes[0]]:>6.1f}x")
-        print(f"{size:>12} " + " ".join(cells))
+        cpu = [statistics.median(CPU_SECONDS[f"{kind}/{size}"]) for kind in ("same", "distinct")]
+        print(f"{size:>12} " + " ".join(cells) + f"   {cpu[0]:.2f} / {cpu[1]:.2f}")
     failures = 0
     if len(sizes) >= 2:
         big, small = sizes[-1], sizes[0]

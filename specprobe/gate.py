@@ -43,7 +43,15 @@ class ModelRef:
 
     @property
     def has_weights(self) -> bool:
-        return self.folder is not None and any(self.folder.glob("*.safetensors*"))
+        # One directory listing: Path.glob compiles and walks a pattern each call, which made this
+        # test a third of a thousand-deployment gate.
+        if self.folder is None:
+            return False
+        try:
+            with os.scandir(self.folder) as entries:
+                return any(".safetensors" in entry.name for entry in entries)
+        except OSError:
+            return False
 
 
 CheckKey = tuple[str, str | None, str | None, str | None, str | None]

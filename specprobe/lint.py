@@ -61,9 +61,11 @@ class LintCache:
     def evaluate(self, pairing: Pairing) -> list[Verdict]:
         """The matrix verdicts for ``pairing``, evaluated once per distinct pairing in a run (replicas
         of a deployment, or drafters of one shape, share them)."""
-        # Pairing is frozen but holds the target's config.json as a dict: key on its JSON text.
+        # Pairing is frozen but holds the target's config.json as a dict: key on its JSON text. The
+        # labels (the folders as named) are not read by the evaluation: drafters of one shape in
+        # different folders share their verdicts.
         config = json.dumps(pairing.target_config, sort_keys=True, default=str)
-        key = (replace(pairing, target_config=None), config)
+        key = (replace(pairing, target_config=None, target_label=None, draft_label=None), config)
         if key not in self.verdicts:
             self.verdicts[key] = evaluate(self.entries(), pairing, self.facts)
         return self.verdicts[key]
