@@ -4,6 +4,7 @@ root, counts and annotation limits. Whether a finding fails the run is the repor
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -82,13 +83,24 @@ def sections(report: Report) -> dict[str, list[Finding]]:
     return grouped
 
 
+def _from_root(path: str, root: Path) -> str:
+    """``path`` (relative to the working directory, or absolute) relative to ``root`` with ``/``
+    separators; a path outside ``root`` stays absolute, since a relative one would resolve against
+    the root to another file."""
+    absolute = Path(os.path.normpath(Path.cwd().resolve() / path))
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
 def artifact_path(finding: Finding, report: Report, root: Path | None = None) -> str | None:
     """The file a finding points at, relative to ``root`` (default: the repository root, see
     ``baseline.repository_root``): its own ``file``, else the input the report examined (the drafter
     folder of ``check``); None for a bare command line."""
-    root = root if root is not None else repository_root()
+    root = (root if root is not None else repository_root()).resolve()
     if finding.file is not None:
-        return terminal(relative_path(finding.file, root))
+        return terminal(_from_root(finding.file, root))
     for key in _SUBJECT_PATH_KEYS:
         value: Any = report.subject.get(key)
         if not (isinstance(value, str) and value and Path(value).exists()):
@@ -100,8 +112,8 @@ def artifact_path(finding: Finding, report: Report, root: Path | None = None) ->
         if head and folder.is_dir():
             for inner in (folder / head, Path(head)):
                 if inner.is_file() and folder.resolve() in inner.resolve().parents:
-                    return terminal(relative_path(str(inner), root))
-        return terminal(relative_path(value, root))
+                    return terminal(_from_root(str(inner), root))
+        return terminal(_from_root(value, root))
     return None
 
 

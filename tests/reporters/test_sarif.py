@@ -51,9 +51,23 @@ def github_ingestion_problems(log: dict[str, Any]) -> list[str]:
             problems.append(f"result {i}: ruleIndex points at another rule")
         if not result["message"]["text"]:
             problems.append(f"result {i}: empty message")
+        if not result.get("partialFingerprints"):
+            problems.append(f"result {i}: no partialFingerprints (alerts would not be tracked across runs)")
         for location in result.get("locations", []):
-            if not location.get("physicalLocation", {}).get("artifactLocation", {}).get("uri"):
+            artifact = location.get("physicalLocation", {}).get("artifactLocation", {})
+            if not artifact.get("uri"):
                 problems.append(f"result {i}: location without physicalLocation.artifactLocation.uri")
+            base = artifact.get("uriBaseId")
+            if base is not None and base not in run.get("originalUriBaseIds", {}):
+                problems.append(f"result {i}: uriBaseId {base} not declared in originalUriBaseIds")
+            if base is not None and (artifact["uri"].startswith(("/", "../")) or "://" in artifact["uri"]):
+                problems.append(f"result {i}: uri {artifact['uri']} is not relative to {base}")
+    for name, base in run.get("originalUriBaseIds", {}).items():
+        # SARIF 2.1.0 3.14.14: an originalUriBaseIds uri is absolute and ends with a slash.
+        if not (base.get("uri", "").startswith("file:///") and base["uri"].endswith("/")):
+            problems.append(f"originalUriBaseIds {name}: {base.get('uri')!r} is not an absolute folder URI")
+    if len(run["results"]) > 25_000:
+        problems.append("more than 25,000 results: GitHub keeps only the first 25,000")
     return problems
 
 
@@ -187,3 +201,28 @@ def test_sarif_level_chooses_which_findings_are_results(
     assert {r["level"] for r in run["results"]} == kept
     assert run["properties"]["belowLevel"] == len(report.findings) - len(run["results"])
     assert run["properties"]["summary"] == report.summary.to_json_dict()
+
+
+def test_uris_are_relative_to_the_repository_root_not_the_working_directory(tmp_path: Path, monkeypatch) -> None:
+    import subprocess
+
+    if subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    outside = tmp_path / "elsewhere.yaml"
+    monkeypatch.chdir(repo / "deploy")  # the gate runs in a subfolder of the checkout
+    from specprobe.baseline import _toplevel
+
+    _toplevel.cache_clear()
+    report = Report(command="gate")
+    report.add(Finding("VOCAB-D2T-RANGE", Severity.ERROR, "m", file="k8s.yaml", line=3))
+    report.add(Finding("TARGET-MAX-POSITION", Severity.WARNING, "m", file=str(outside)))
+    run = SarifReporter(rules=RULES).log(report)["runs"][0]
+    artifacts = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
+    assert artifacts[0] == {"uri": "deploy/k8s.yaml", "uriBaseId": "SRCROOT"}
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == repo.resolve().as_uri() + "/"
+    # Outside the checkout: an absolute file URI, never a path that would resolve inside it.
+    assert artifacts[1] == {"uri": outside.resolve().as_uri()}
+    assert github_ingestion_problems(SarifReporter(rules=RULES).log(report)) == []
