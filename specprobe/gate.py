@@ -136,7 +136,7 @@ def _check_families() -> list[Family]:
 
 
 def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None, cache: GateCache) -> list[Finding]:
-    from specprobe.check import run_check
+    from specprobe.check import build_context, run_families
 
     assert draft.folder is not None
     engine = str(deployment.engine) if deployment.engine is not None else None
@@ -145,15 +145,18 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
     key = (str(draft.folder.resolve()), target_spec, engine, deployment.method, deployment.device)
     cached = cache.checks.get(key)
     if cached is None:
-        report = run_check(
-            draft.folder,
-            target=target_spec,
-            engine=engine,
-            method=deployment.method,
-            families=cache.families(),
-            device=deployment.device,
+        context = build_context(
+            draft.folder, target=target_spec, engine=engine, method=deployment.method, device=deployment.device
         )
+        report = Report(command="check")
+        run_families(context, cache.families(), report)
         cached = cache.checks[key] = list(report.findings)
+        if context.draft_format is not None:
+            # check has read the drafter's headers already: the matrix's classification is the same
+            # detection (compat.subjects.classify_draft), so the folder is not read a second time.
+            label = str(draft.folder)
+            info = DraftInfo(label=label, format=context.draft_format, architecture=context.draft_architecture)
+            cache.drafts.setdefault(label, info)
     findings = []
     for original in cached:
         finding = replace(original, evidence=list(original.evidence))
