@@ -9,9 +9,11 @@ agree on which finding is which.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePath
@@ -26,6 +28,30 @@ FINGERPRINT_KEY = "specprobe/v1"
 _LINE_WORD = re.compile(r"\blines? \d+(?:\s*-\s*\d+)?\b", re.IGNORECASE)
 _COLON_POSITION = re.compile(r"(?<=\S):\d+(?::\d+)?\b")
 _SPACE = re.compile(r"\s+")
+
+
+@functools.lru_cache(maxsize=8)
+def _toplevel(cwd: str) -> Path:
+    try:
+        completed = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return Path(cwd)
+    top = completed.stdout.strip()
+    return Path(top).resolve() if completed.returncode == 0 and top else Path(cwd)
+
+
+def repository_root() -> Path:
+    """The root of the git checkout holding the working directory (``git rev-parse
+    --show-toplevel``), else the working directory: code scanning and merge-request widgets resolve
+    report paths against the repository root, whichever folder the gate ran in."""
+    return _toplevel(str(Path.cwd().resolve()))
 
 
 def relative_path(path: str, root: Path | None = None) -> str:

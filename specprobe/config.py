@@ -45,6 +45,8 @@ class Config:
     per_deployment_ignores: tuple[DeploymentIgnore, ...] = ()
     fail_on: Severity | None = None
     baseline: Path | None = None
+    # The mildest severity SARIF keeps as results (``sarif-level``); None: the reporter's default.
+    sarif_level: Severity | None = None
 
     @property
     def label(self) -> str:
@@ -177,6 +179,7 @@ def config_from_settings(
             for entry in settings.get("per-deployment-ignores", ())
         ),
         fail_on=Severity(settings["fail-on"]) if "fail-on" in settings else None,
+        sarif_level=Severity(settings["sarif-level"]) if "sarif-level" in settings else None,
         # A relative baseline path is relative to the configuration file, like ruff's paths.
         baseline=(path.parent / baseline) if isinstance(baseline, str) else None,
     )

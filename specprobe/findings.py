@@ -1,7 +1,9 @@
 """Findings, reports and the exit-code policy shared by every finding-producing command.
 
 The exit-code policy lives here and nowhere else: 0 no error findings (warnings allowed unless
-strict), 1 at least one error (or a warning under strict), 2 the command could not run.
+strict), 1 at least one error (or a warning under strict), 2 the command could not run. A report
+carries the policy of its run (``Report.fail_on``), so every format's verdict (``Report.ok``, the
+text PASS/FAIL, SARIF's ``properties.ok``, JUnit failures) is the exit code's own decision.
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     specprobe_version: str = __version__
+    # The mildest severity that fails this run: ERROR, or WARNING under --strict, --fail-on warning
+    # or ``fail-on = "warning"`` in the configuration. Set once by the command before reporting.
+    fail_on: Severity = Severity.ERROR
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -122,9 +127,14 @@ class Report:
             errors=counts[Severity.ERROR], warnings=counts[Severity.WARNING], infos=counts[Severity.INFO]
         )
 
+    def fails(self, severity: Severity) -> bool:
+        """Whether a finding of ``severity`` fails this run (the policy of ``exit_code``)."""
+        return fails(severity, self.fail_on)
+
     @property
     def ok(self) -> bool:
-        return self.summary.errors == 0
+        """The run's verdict: exactly when the exit code is 0."""
+        return exit_code(self) is ExitCode.OK
 
     def fired(self) -> set[str]:
         """Rule IDs that produced at least one finding."""
@@ -149,11 +159,17 @@ INTERNAL_ERROR_RULE = "INTERNAL-ERROR"
 """A rule family that raised: its checks did not run, so the report is not a verdict (exit 2)."""
 
 
+def fails(severity: Severity, fail_on: Severity = Severity.ERROR) -> bool:
+    """Whether a finding of ``severity`` fails a run whose mildest failing severity is ``fail_on``."""
+    return severity.rank <= fail_on.rank
+
+
 def exit_code(report: Report, *, strict: bool = False) -> ExitCode:
-    """The one place that turns findings into an exit code."""
+    """The one place that turns findings into an exit code: the report's own ``fail_on`` policy,
+    made stricter (warnings fail too) by ``strict``."""
     if any(f.rule == INTERNAL_ERROR_RULE for f in report.findings):
         return ExitCode.CANNOT_RUN
-    summary = report.summary
-    if summary.errors or (strict and summary.warnings):
+    fail_on = Severity.WARNING if strict else report.fail_on
+    if any(fails(f.severity, fail_on) for f in report.findings):
         return ExitCode.FINDINGS
     return ExitCode.OK

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +23,12 @@ from specprobe.deploy.model import Deployment
 from specprobe.engine_spec import EngineSpec
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.hfconfig import looks_like_hub_id
+from specprobe.lint import LintCache, lint_deployment
 from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
 
 __all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model", "smoke_deployment"]
 
-# check's findings per (drafter folder, target, engine, method, device), for one gate run.
-_CHECKS: dict[tuple[str, str | None, str | None, str | None, str | None], list[Finding]] = {}
 _UNEXPANDED = re.compile(r"\$\(?\{?[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -44,7 +43,39 @@ class ModelRef:
 
     @property
     def has_weights(self) -> bool:
-        return self.folder is not None and any(self.folder.glob("*.safetensors*"))
+        # One directory listing: Path.glob compiles and walks a pattern each call, which made this
+        # test a third of a thousand-deployment gate.
+        if self.folder is None:
+            return False
+        try:
+            with os.scandir(self.folder) as entries:
+                return any(".safetensors" in entry.name for entry in entries)
+        except OSError:
+            return False
+
+
+CheckKey = tuple[str, str | None, str | None, str | None, str | None]
+
+
+@dataclass
+class GateCache:
+    """What one gate run reads once and shares between its deployments: check's findings per
+    (drafter folder, target, engine, method, device), and lint's snapshots and matrix.
+
+    One per run, passed along, never module state: a folder may change between two runs in one
+    process, and two gates in one process (a library caller, threads) must not share results.
+    """
+
+    checks: dict[CheckKey, list[Finding]] = field(default_factory=dict)
+    lint: LintCache = field(default_factory=LintCache)
+    check_families: list[Family] | None = None
+    targets: dict[str, TargetInfo | None] = field(default_factory=dict)
+    drafts: dict[str, DraftInfo | None] = field(default_factory=dict)
+
+    def families(self) -> list[Family]:
+        if self.check_families is None:
+            self.check_families = _check_families()
+        return self.check_families
 
 
 def _hub_cache_folder(repo_id: str) -> Path | None:
@@ -104,25 +135,28 @@ def _check_families() -> list[Family]:
     return [family for family in _families() if family is not compat.run]
 
 
-def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None) -> list[Finding]:
-    from specprobe.check import run_check
+def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None, cache: GateCache) -> list[Finding]:
+    from specprobe.check import build_context, run_families
 
     assert draft.folder is not None
     engine = str(deployment.engine) if deployment.engine is not None else None
     target_spec = str(target.folder) if target is not None and target.folder is not None else None
     # Replicas of one deployment (a fleet's files) name the same drafter: check it once per setting.
     key = (str(draft.folder.resolve()), target_spec, engine, deployment.method, deployment.device)
-    cached = _CHECKS.get(key)
+    cached = cache.checks.get(key)
     if cached is None:
-        report = run_check(
-            draft.folder,
-            target=target_spec,
-            engine=engine,
-            method=deployment.method,
-            families=_check_families(),
-            device=deployment.device,
+        context = build_context(
+            draft.folder, target=target_spec, engine=engine, method=deployment.method, device=deployment.device
         )
-        cached = _CHECKS[key] = list(report.findings)
+        report = Report(command="check")
+        run_families(context, cache.families(), report)
+        cached = cache.checks[key] = list(report.findings)
+        if context.draft_format is not None:
+            # check has read the drafter's headers already: the matrix's classification is the same
+            # detection (compat.subjects.classify_draft), so the folder is not read a second time.
+            label = str(draft.folder)
+            info = DraftInfo(label=label, format=context.draft_format, architecture=context.draft_architecture)
+            cache.drafts.setdefault(label, info)
     findings = []
     for original in cached:
         finding = replace(original, evidence=list(original.evidence))
@@ -131,27 +165,34 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
     return findings
 
 
-def _classify(deployment: Deployment, target: ModelRef | None, draft: ModelRef | None) -> tuple[
+def _classify(target: ModelRef | None, draft: ModelRef | None, cache: GateCache) -> tuple[
     TargetInfo | None, DraftInfo | None
 ]:
+    """What the matrix needs of the target and drafter, read once per folder in a run (a fleet names
+    one target many times)."""
     target_info = draft_info = None
     if target is not None and target.folder is not None:
-        try:
-            target_info = classify_target(str(target.folder))
-        except SpecprobeError:
-            target_info = None  # check's target rules report an unreadable target config
+        key = str(target.folder)
+        if key not in cache.targets:
+            try:
+                cache.targets[key] = classify_target(key)
+            except SpecprobeError:
+                cache.targets[key] = None  # check's target rules report an unreadable target config
+        target_info = cache.targets[key]
     if draft is not None and draft.folder is not None:
-        try:
-            draft_info = classify_draft(str(draft.folder))
-        except (SpecprobeError, OSError):
-            draft_info = None
+        key = str(draft.folder)
+        if key not in cache.drafts:
+            try:
+                cache.drafts[key] = classify_draft(key)
+            except (SpecprobeError, OSError):
+                cache.drafts[key] = None
+        draft_info = cache.drafts[key]
     return target_info, draft_info
 
 
-def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
-    """Every finding for one deployment whose engine version is resolved."""
-    from specprobe.lint import lint_deployment
-
+def examine(deployment: Deployment, *, strict: bool = False, cache: GateCache | None = None) -> list[Finding]:
+    """Every finding for one deployment whose engine version is resolved; ``cache`` is the run's."""
+    cache = cache if cache is not None else GateCache()
     findings = list(deployment.findings)
     if deployment.command is None:
         return findings
@@ -162,7 +203,7 @@ def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
             findings.append(_not_examined(deployment, ref, key, strict))
     if draft is not None and draft.folder is not None:
         if draft.has_weights or not draft.hub_cached:
-            findings.extend(_check_draft(deployment, draft, target))
+            findings.extend(_check_draft(deployment, draft, target, cache))
         else:
             severity = Severity.WARNING if strict else Severity.INFO
             note = deploy_rules.NOT_EXAMINED.finding(
@@ -172,10 +213,60 @@ def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
                 severity=severity,
             )
             findings.append(deployment.locate(note, "draft"))
-    target_info, draft_info = _classify(deployment, target, draft)
-    lint_findings, _ = lint_deployment(deployment, target=target_info, draft=draft_info)
+    target_info, draft_info = _classify(target, draft, cache)
+    lint_findings, _ = lint_deployment(deployment, target=target_info, draft=draft_info, cache=cache.lint)
     findings.extend(lint_findings)
     return findings
+
+
+# Evidence that belongs to one engine or one input form. A rule shared by both engines or by several
+# forms cites them all; a finding about one deployment cites only what applies to it (a vLLM flag
+# finding does not send the reader to SGLang's server_args.py, a shell script's to Kubernetes docs).
+_ENGINE_OF_URL = {"github.com/vllm-project/": "vllm", "github.com/sgl-project/": "sglang"}
+_FORM_OF_URL = {"kubernetes.io/": "kubernetes", "docs.docker.com/reference/compose-file": "compose"}
+_FORM_OF_NAME = {"k8s/": "kubernetes", "compose/": "compose", "dockerfile/": "dockerfile", "script/": "shell"}
+_SHELL_SUFFIXES = (".sh", ".bash", ".zsh")
+
+
+def input_form(name: str | None, file: str | None) -> str | None:
+    """The input form a deployment (by its name) or a file (by its name) was read from; None when
+    neither tells."""
+    for prefix, form in _FORM_OF_NAME.items():
+        if name and name.startswith(prefix):
+            return form
+    if file:
+        base = Path(file).name.lower()
+        if base.endswith(_SHELL_SUFFIXES):
+            return "shell"
+        if base.startswith(("dockerfile", "containerfile")) or base.endswith(".dockerfile"):
+            return "dockerfile"
+    return None
+
+
+def relevant_evidence(evidence: Sequence[str], *, engine: str | None, form: str | None) -> list[str]:
+    """``evidence`` without links about the other engine or another input form; links that name
+    neither are always kept. This engine's links come first: the reporters show the first one. A
+    finding may be left citing nothing of its own (a shell script's DEPLOY-NO-LAUNCH cites only
+    Kubernetes and Compose references): better none than a wrong one, and its rule page still
+    carries them all."""
+    def fits(url: str) -> bool:
+        # A link fits unless it names an engine or form, and one other than this deployment's.
+        other_engine = any(m in url and engine is not None and o != engine for m, o in _ENGINE_OF_URL.items())
+        other_form = any(m in url and form is not None and o != form for m, o in _FORM_OF_URL.items())
+        return not (other_engine or other_form)
+
+    kept = [url for url in evidence if fits(url)]
+    if engine is not None:
+        kept.sort(key=lambda url: not any(marker in url for marker, owner in _ENGINE_OF_URL.items() if owner == engine))
+    return kept
+
+
+def _with_relevant_evidence(findings: Iterable[Finding], engine: str | None, form: str | None) -> list[Finding]:
+    out = []
+    for finding in findings:
+        finding.evidence = relevant_evidence(finding.evidence, engine=engine, form=form)
+        out.append(finding)
+    return out
 
 
 def _version_finding(deployment: Deployment) -> Finding:
@@ -218,14 +309,19 @@ def gate_deployments(
 ) -> Report:
     """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine."""
     report = Report(command=command)
-    report.extend(extra_findings)
-    _CHECKS.clear()  # a folder may change between runs in one process (tests, a long-lived caller)
+    for finding in extra_findings:
+        # About a file rather than a deployment (no launch found, a file that could not be read).
+        report.extend(_with_relevant_evidence([finding], None, input_form(None, finding.file)))
+    cache = GateCache()
     for deployment in deployments:
+        own: list[Finding] = []
         if deployment.command is not None:
             resolve_engine_version(deployment, engine)
             if deployment.file is not None:
-                report.add(_version_finding(deployment))
-        report.extend(examine(deployment, strict=strict))
+                own.append(_version_finding(deployment))
+        own += examine(deployment, strict=strict, cache=cache)
+        form = input_form(deployment.name, deployment.file)
+        report.extend(_with_relevant_evidence(own, deployment.engine_name, form))
     if smoke:
         report.extend(smoke_findings(deployments))
     if strict:

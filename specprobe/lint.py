@@ -17,7 +17,8 @@ from packaging.version import InvalidVersion, Version
 from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
 from specprobe.compat.evaluate import evaluate
 from specprobe.compat.loader import load_matrix
-from specprobe.compat.model import Match
+from specprobe.compat.model import Entry, Match, Pairing, Verdict
+from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
 from specprobe.deploy.model import Deployment, deployment_from_argv
@@ -29,8 +30,45 @@ from specprobe.rules.compat import verdict_finding
 from specprobe.untrusted import UntrustedInputError, exists, parse_json
 
 # The command parser lives with the deployment model; these names stay importable from here.
-__all__ = ["LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
+__all__ = ["LintCache", "LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
 _normalise = normalise_flag
+
+
+@dataclass
+class LintCache:
+    """What the deployments of one run share, read once per run instead of once per deployment: the
+    schema snapshot per engine version, the shipped compatibility matrix and the snapshot facts the
+    matrix reads. A gate over a fleet of a thousand deployments would otherwise parse the matrix
+    YAML and deep-copy a snapshot a thousand times. Lint only reads the schema, never mutates it, so
+    one copy per run is safe; a new run (a new cache) sees files changed in between."""
+
+    snapshots: dict[tuple[str, str | None], tuple[Any, str | None]] = field(default_factory=dict)
+    matrix: list[Entry] | None = None
+    facts: StoreSnapshots = field(default_factory=StoreSnapshots)
+    verdicts: dict[tuple[Any, ...], list[Verdict]] = field(default_factory=dict)
+
+    def snapshot(self, engine: str, version: str | None) -> tuple[Any, str | None]:
+        key = (engine, version)
+        if key not in self.snapshots:
+            self.snapshots[key] = _snapshot(engine, version)
+        return self.snapshots[key]
+
+    def entries(self) -> list[Entry]:
+        if self.matrix is None:
+            self.matrix = load_matrix()
+        return self.matrix
+
+    def evaluate(self, pairing: Pairing) -> list[Verdict]:
+        """The matrix verdicts for ``pairing``, evaluated once per distinct pairing in a run (replicas
+        of a deployment, or drafters of one shape, share them)."""
+        # Pairing is frozen but holds the target's config.json as a dict: key on its JSON text. The
+        # labels (the folders as named) are not read by the evaluation: drafters of one shape in
+        # different folders share their verdicts.
+        config = json.dumps(pairing.target_config, sort_keys=True, default=str)
+        key = (replace(pairing, target_config=None, target_label=None, draft_label=None), config)
+        if key not in self.verdicts:
+            self.verdicts[key] = evaluate(self.entries(), pairing, self.facts)
+        return self.verdicts[key]
 
 
 def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
@@ -432,19 +470,25 @@ def _finding_line(deployment: Deployment, finding: Finding) -> int | None:
 
 
 def lint_deployment(
-    deployment: Deployment, *, target: TargetInfo | None = None, draft: DraftInfo | None = None
+    deployment: Deployment,
+    *,
+    target: TargetInfo | None = None,
+    draft: DraftInfo | None = None,
+    cache: LintCache | None = None,
 ) -> tuple[list[Finding], str]:
     """Lint the deployment's serve command against its engine version's snapshot, then add the matrix
     verdicts for the pairing (``target``/``draft`` when the caller could examine them).
 
     Returns the findings, each stamped with the deployment's file, line and name, and the engine label
-    (``vllm==0.33.0``) the command was linted against.
+    (``vllm==0.33.0``) the command was linted against. ``cache`` shares snapshots and the matrix
+    between the deployments of one run.
     """
+    cache = cache if cache is not None else LintCache()
     command = deployment.command
     if command is None or deployment.engine is None:
         raise SpecprobeError(f"deployment {deployment.name} has no serve command to lint")
     version = deployment.engine.version
-    schema, snapshot_note = _snapshot(command.engine, version)
+    schema, snapshot_note = cache.snapshot(command.engine, version)
     try:
         if command.engine == "vllm":
             result = LintResult()
@@ -483,7 +527,7 @@ def lint_deployment(
         )
         matrix_line = deployment.source.line_of("method", "speculative", "command")
         try:
-            verdicts = evaluate(load_matrix(), pairing)
+            verdicts = cache.evaluate(pairing)
         except Exception as exc:  # same contract for the matrix step
             from specprobe.rules.internal import internal_error
 

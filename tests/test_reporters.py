@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from reporters.samples import RULES
+from reporters.test_golden import stable
 
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters import REPORTERS
@@ -57,7 +58,7 @@ def passing_report() -> Report:
 @pytest.mark.parametrize("case", ["failing", "passing"])
 def test_reporter_matches_golden(name: str, case: str) -> None:
     report = sample_report() if case == "failing" else passing_report()
-    rendered = REPORTERS[name](color=False, rules=RULES).render(report)
+    rendered = stable(REPORTERS[name](color=False, rules=RULES).render(report))
     golden = GOLDEN / f"{case}.{name}"
     if os.environ.get("SPECPROBE_UPDATE_GOLDEN") == "1":
         golden.write_text(rendered, encoding="utf-8")

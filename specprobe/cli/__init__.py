@@ -6,6 +6,8 @@ body, so `specprobe --help`, `check`, `lint` and `matrix` start fast.
 
 from __future__ import annotations
 
+import inspect
+import re
 import sys
 
 import typer
@@ -40,6 +42,22 @@ def _root(
 
 for _module in (check, schema, lint, gate, matrix, smoke, rules, demo):
     _module.register(app)
+
+
+def _summary(help_text: str) -> str:
+    """A command's one-line summary for the root ``--help``: the first sentence of its help, whole.
+    Click would otherwise cut it at 45 characters with "..." whatever the terminal's width; given as
+    ``short_help`` it is wrapped between words at the terminal's width instead."""
+    paragraph = " ".join(help_text.strip().split("\n\n", 1)[0].split())
+    sentence = re.split(r"(?<=[.;:])\s", paragraph, maxsplit=1)[0]
+    return sentence.rstrip(".;:")
+
+
+for _info in app.registered_commands:
+    if _info.short_help is None:
+        _text = _info.help or (inspect.getdoc(_info.callback) if _info.callback else None)
+        if _text:
+            _info.short_help = _summary(_text)
 
 
 def main() -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
@@ -15,6 +17,9 @@ from specprobe.baseline import suppressed_count
 from specprobe.findings import ExitCode, Report, Severity, SpecprobeError, exit_code
 from specprobe.reporters import REPORTERS
 from specprobe.textsafe import terminal
+
+if TYPE_CHECKING:
+    from specprobe.config import Config
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -62,6 +67,16 @@ BaselineOption = Annotated[
         show_default=False,
     ),
 ]
+SarifLevelOption = Annotated[
+    Severity | None,
+    typer.Option(
+        "--sarif-level",
+        help="The mildest severity SARIF reports as results (code-scanning alerts): error, warning "
+        "(default) or info; milder findings are counted in the run's properties. Config key: sarif-level.",
+        show_default=False,
+        case_sensitive=False,
+    ),
+]
 UpdateBaselineOption = Annotated[
     bool, typer.Option("--update-baseline", help="Rewrite the --baseline file with this run's findings.")
 ]
@@ -72,6 +87,19 @@ def use_color(output: Path | None) -> bool:
     if output is not None or "NO_COLOR" in os.environ:
         return False
     return sys.stdout.isatty()
+
+
+def report_width(output: Path | None) -> int | None:
+    """The width text reports wrap at: ``COLUMNS`` when set, else the terminal's when stdout is one.
+    A pipe, a CI log or ``--output FILE`` is not wrapped: one finding per line stays greppable."""
+    if output is not None:
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return None
 
 
 def fail(message: str) -> typer.Exit:
@@ -126,8 +154,8 @@ def configured(
     config: Path | None = None,
     baseline: Path | None = None,
     update_baseline: bool = False,
-) -> tuple[Report, Severity | None]:
-    """``report`` filtered by the project configuration and the baseline, and the configured fail-on.
+) -> tuple[Report, Config]:
+    """``report`` filtered by the project configuration and the baseline, and the configuration.
 
     The configuration is ``config`` or the nearest one above the inputs (else the working
     directory). The baseline is ``baseline`` or the configuration's; it is written, and this run's
@@ -148,7 +176,7 @@ def configured(
             baselines.write_baseline(baseline_path, accepted)
             typer.echo(f"specprobe: wrote baseline {terminal(baseline_path)} ({len(accepted)} finding(s))", err=True)
         report = baselines.apply_baseline(report, baselines.read_baseline(baseline_path))
-    return report, settings.fail_on
+    return report, settings
 
 
 def emit(
@@ -162,27 +190,38 @@ def emit(
     config: Path | None = None,
     baseline: Path | None = None,
     update_baseline: bool = False,
+    sarif_level: Severity | None = None,
 ) -> None:
     """Apply configuration and baseline, render ``report`` in the chosen format, write it, and exit
     by the policy in findings.py (``strict`` or the configuration's ``fail-on = "warning"``: warnings
-    fail too)."""
+    fail too).
+
+    The policy is set on the report itself (``Report.fail_on``) before any format renders it, so the
+    text verdict, JSON/SARIF ``ok``, JUnit failures, the GitHub and markdown verdicts and the exit
+    code are one decision."""
     chosen = resolve_format(fmt, tuple(formats) if formats is not None else None)
-    report, fail_on = configured(
+    report, settings = configured(
         report, inputs=inputs, config=config, baseline=baseline, update_baseline=update_baseline
     )
-    strict = strict or fail_on is Severity.WARNING
-    reporter = REPORTERS[chosen](color=use_color(output) and chosen == "text", strict=strict)
+    warnings_fail = strict or settings.fail_on is Severity.WARNING
+    report = replace(report, fail_on=Severity.WARNING if warnings_fail else Severity.ERROR)
+    reporter = REPORTERS[chosen](
+        color=use_color(output) and chosen == "text",
+        width=report_width(output) if chosen == "text" else None,
+        sarif_level=sarif_level or settings.sarif_level or Severity.WARNING,
+    )
     write_output(reporter.render(report), output)
     if chosen == "github":
         from specprobe.reporters.github import append_step_summary
 
-        append_step_summary(report, strict=strict)
-    code = exit_code(report, strict=strict)
+        append_step_summary(report)
+    code = exit_code(report)
     if output is not None or chosen != "text":
         # The verdict goes to stderr so that stdout stays a clean document.
         summary = report.summary
         typer.echo(
-            f"specprobe {report.command}: {summary.errors} error(s), {summary.warnings} warning(s)",
+            f"specprobe {report.command}: {'PASS' if report.ok else 'FAIL'} {summary.errors} error(s), "
+            f"{summary.warnings} warning(s)" + (" (warnings fail)" if warnings_fail else ""),
             err=True,
         )
     suppressed = suppressed_count(report)

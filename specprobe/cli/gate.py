@@ -13,6 +13,7 @@ from specprobe.cli._common import (
     ConfigOption,
     FormatOption,
     OutputOption,
+    SarifLevelOption,
     UpdateBaselineOption,
     cannot_run_guard,
     emit,
@@ -66,6 +67,7 @@ def _gate(
     config: ConfigOption = None,
     baseline: BaselineOption = None,
     update_baseline: UpdateBaselineOption = False,
+    sarif_level: SarifLevelOption = None,
     smoke: Annotated[
         bool,
         typer.Option(
@@ -101,6 +103,7 @@ def _gate(
         config=config,
         baseline=baseline,
         update_baseline=update_baseline,
+        sarif_level=sarif_level,
     )
 
 

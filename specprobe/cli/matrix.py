@@ -13,6 +13,7 @@ from specprobe.cli._common import (
     cannot_run_guard,
     emit,
     format_option,
+    report_width,
     use_color,
     write_output,
 )
@@ -96,7 +97,7 @@ def _matrix(
             write_output(render.render_markdown(entries), output)
             raise typer.Exit(int(ExitCode.OK))
         if chosen == "text":
-            write_output(render.render_table(entries, color=use_color(output)), output)
+            write_output(render.render_table(entries, color=use_color(output), width=report_width(output)), output)
             raise typer.Exit(int(ExitCode.OK))
         report = Report(command="matrix", extra={"entries": render.entries_json(entries)})
         emit(report, chosen, output, strict=strict)

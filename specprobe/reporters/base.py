@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from specprobe.findings import Report
+from specprobe.findings import Report, Severity
 
 if TYPE_CHECKING:
     from specprobe.rules import Rule
@@ -15,21 +15,30 @@ if TYPE_CHECKING:
 class Reporter(ABC):
     """One output format. Subclasses are registered by name in ``specprobe.reporters.REPORTERS``.
 
-    ``strict`` is the run's exit policy (warnings fail too), for formats that mark pass or fail per
-    finding (JUnit); ``rules`` looks rule metadata up by ID (default: every registered rule with its
-    why/fix filled from the shipped rule docs, read only when a format asks for rule metadata), so that
-    tests can render against a fixed catalogue.
+    Whether a finding or the run fails is the report's own decision (``Report.fail_on``,
+    ``Report.fails``, ``Report.ok``, the policy of ``findings.exit_code``): a reporter never recomputes
+    it, so every format agrees with the exit code. ``rules`` looks rule metadata up by ID (default:
+    every registered rule with its why/fix filled from the shipped rule docs, read only when a format
+    asks for rule metadata), so that tests can render against a fixed catalogue. ``width`` is the
+    terminal width formats for people wrap at (None: no wrapping); ``sarif_level`` the mildest
+    severity SARIF keeps as results.
     """
 
     name: str
     description: str
 
     def __init__(
-        self, *, color: bool = False, strict: bool = False, rules: Mapping[str, Rule] | None = None
+        self,
+        *,
+        color: bool = False,
+        rules: Mapping[str, Rule] | None = None,
+        width: int | None = None,
+        sarif_level: Severity = Severity.WARNING,
     ) -> None:
         self.color = color
-        self.strict = strict
         self._rules = rules
+        self.width = width
+        self.sarif_level = sarif_level
 
     @property
     def rules(self) -> Mapping[str, Rule]:

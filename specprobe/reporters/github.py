@@ -6,6 +6,11 @@ Escaping follows @actions/core's ``escapeData`` / ``escapeProperty`` exactly
 ``%``, CR and LF in the message; additionally ``:`` and ``,`` in properties (``specprobe.textsafe``'s
 ``annotation_data`` / ``annotation_property``, which first make control characters visible, so a
 hostile manifest cannot drive the log viewer's ANSI parser).
+
+GitHub shows at most 10 annotations of each type (error, warning, notice) per step and drops the
+rest without a word
+(https://github.com/actions/toolkit/blob/457303960f03375db6f033e214b9f90d79c3fe5c/docs/problem-matchers.md#limitations):
+past that, the tenth annotation of a type says how many more there are in the job summary.
 """
 
 from __future__ import annotations
@@ -43,12 +48,32 @@ def annotation(finding: Finding, report: Report) -> str:
     return f"::{_COMMAND[finding.severity]} {props}::" + "%0A".join(annotation_data(p) for p in pieces)
 
 
+ANNOTATION_LIMIT = 10
+"""Annotations of one type GitHub shows per step."""
+
+
+def _more(command: str, count: int, report: Report) -> str:
+    noun = {"error": "error(s)", "warning": "warning(s)", "notice": "note(s)"}[command]
+    return f"::{command} title=specprobe {report.command}::" + annotation_data(
+        f"{count} more {noun} in the job summary (GitHub shows {ANNOTATION_LIMIT} {command} annotations per step)"
+    )
+
+
 class GithubReporter(Reporter):
     name = "github"
     description = "GitHub Actions annotations (::error/::warning/::notice); job summary when GITHUB_STEP_SUMMARY is set"
 
     def render(self, report: Report) -> str:
-        lines = [annotation(f, report) for f in report.sorted_findings()]
+        lines: list[str] = []
+        findings = report.sorted_findings()
+        for severity, command in _COMMAND.items():
+            group = [f for f in findings if f.severity is severity]
+            if len(group) <= ANNOTATION_LIMIT:
+                lines += [annotation(f, report) for f in group]
+            else:
+                shown = ANNOTATION_LIMIT - 1
+                lines += [annotation(f, report) for f in group[:shown]]
+                lines.append(_more(command, len(group) - shown, report))
         summary = report.summary
         verdict = "PASS" if report.ok else "FAIL"
         lines.append(
@@ -58,7 +83,7 @@ class GithubReporter(Reporter):
         return "\n".join(lines) + "\n"
 
 
-def append_step_summary(report: Report, *, strict: bool = False) -> Path | None:
+def append_step_summary(report: Report) -> Path | None:
     """Append the markdown report to ``$GITHUB_STEP_SUMMARY`` when running in GitHub Actions."""
     from specprobe.reporters.markdown import MarkdownReporter
 
@@ -68,7 +93,7 @@ def append_step_summary(report: Report, *, strict: bool = False) -> Path | None:
     path = Path(target)
     try:
         with path.open("a", encoding="utf-8") as handle:
-            handle.write(MarkdownReporter(strict=strict).render(report))
+            handle.write(MarkdownReporter().render(report))
     except OSError as exc:
         raise SpecprobeError(f"cannot append to GITHUB_STEP_SUMMARY {path}: {exc.strerror}") from None
     return path

@@ -5,6 +5,9 @@ Fields and severities as GitLab documents them
 ``description``, ``check_name``, ``fingerprint``, ``severity`` (info, minor, major, critical,
 blocker), ``location.path`` relative to the repository and ``location.lines.begin``. The fingerprint
 is the baseline's, so the merge-request widget and ``--baseline`` agree on which finding is new.
+
+Only warnings and errors are issues: each entry is a code-quality degradation in the merge-request
+widget, and a "works" or "checked against" note is not one.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from specprobe.reporters.base import Reporter
 from specprobe.textsafe import terminal
 
 # An error stops the deployment from working (critical); a warning predicts a concrete misbehaviour
-# of the engine version checked (major); info is context.
+# of the engine version checked (major). Info is context, not an issue, and is left out.
 SEVERITY = {Severity.ERROR: "critical", Severity.WARNING: "major", Severity.INFO: "info"}
 
 
@@ -47,5 +50,5 @@ class GitlabReporter(Reporter):
     description = "GitLab Code Quality JSON (artifacts:reports:codequality)"
 
     def render(self, report: Report) -> str:
-        issues = [issue(f, report) for f in report.sorted_findings()]
+        issues = [issue(f, report) for f in report.sorted_findings() if f.severity is not Severity.INFO]
         return json.dumps(issues, indent=2, ensure_ascii=False) + "\n"

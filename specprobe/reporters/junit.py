@@ -1,15 +1,19 @@
 """JUnit XML reporter, for CI test-report views (GitLab's ``artifacts:reports:junit``, Jenkins, ...).
 
 One ``<testsuite>`` per deployment (or the one subject of check/lint), one ``<testcase>`` per finding
-plus one passing case for a section without findings; errors are ``<failure>``s, and warnings too
-under ``--strict``, matching the exit code. Written with the standard library's ElementTree, which
-escapes markup; control characters, which XML 1.0 cannot hold at all, are made visible by ``specprobe.textsafe``.
+plus one passing case for a section without findings; a finding that fails the run (the report's
+own policy: errors, and warnings too under ``--strict`` / ``--fail-on warning``) is a ``<failure>``,
+matching the exit code. Suites carry ``time`` and ``timestamp`` as the Jenkins JUnit schema has them.
+Written with the standard library's ElementTree, which escapes markup; control characters, which
+XML 1.0 cannot hold at all, are made visible by ``specprobe.textsafe``.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from specprobe.findings import Finding, Report
-from specprobe.reporters._shared import fails, section_names, section_of
+from specprobe.reporters._shared import sections
 from specprobe.reporters.base import Reporter
 from specprobe.textsafe import terminal
 
@@ -38,17 +42,18 @@ class JunitReporter(Reporter):
         import xml.etree.ElementTree as ET  # only when this format is chosen: keeps start-up light
 
         root = ET.Element("testsuites", name=f"specprobe {report.command}")
-        findings = report.sorted_findings()
+        # When the report was made (the XSD's ISO 8601 date-time without a zone, in UTC). A finding is
+        # read from files, not run: its case takes no time of its own, so every ``time`` is 0.
+        timestamp = datetime.now(UTC).replace(microsecond=0, tzinfo=None).isoformat()
         total = failed = 0
-        for section in section_names(report):
-            members = [f for f in findings if section_of(f, report) == section]
+        for section, members in sections(report).items():
             suite = ET.SubElement(root, "testsuite", name=terminal(section))
             suite_failures = 0
             for finding in members:
                 case = ET.SubElement(
-                    suite, "testcase", name=_case_name(finding), classname=terminal(f"specprobe.{section}")
+                    suite, "testcase", name=_case_name(finding), classname=terminal(f"specprobe.{section}"), time="0"
                 )
-                if fails(finding.severity, self.strict):
+                if report.fails(finding.severity):
                     suite_failures += 1
                     failure = ET.SubElement(
                         case, "failure", message=terminal(finding.message), type=finding.severity.value
@@ -57,17 +62,22 @@ class JunitReporter(Reporter):
                 else:
                     ET.SubElement(case, "system-out").text = f"{finding.severity.value}: {_details(finding)}"
             if not members:
-                ET.SubElement(suite, "testcase", name=f"specprobe {report.command}", classname=terminal(
-                    f"specprobe.{section}"))
+                ET.SubElement(
+                    suite, "testcase", name=f"specprobe {report.command}", classname=terminal(f"specprobe.{section}"),
+                    time="0",
+                )
             cases = max(len(members), 1)
             suite.set("tests", str(cases))
             suite.set("failures", str(suite_failures))
             suite.set("errors", "0")
             suite.set("skipped", "0")
+            suite.set("time", "0")
+            suite.set("timestamp", timestamp)
             total += cases
             failed += suite_failures
         root.set("tests", str(total))
         root.set("failures", str(failed))
         root.set("errors", "0")
+        root.set("time", "0")
         ET.indent(root)
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

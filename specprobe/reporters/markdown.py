@@ -8,7 +8,7 @@ characters) so it renders as written.
 from __future__ import annotations
 
 from specprobe.findings import Finding, Report, Severity
-from specprobe.reporters._shared import counts_line, fails, section_names, section_of, suppressed_line
+from specprobe.reporters._shared import counts_line, sections, suppressed_line
 from specprobe.reporters.base import Reporter
 from specprobe.ruledocs import rule_doc_url
 from specprobe.textsafe import markdown, terminal
@@ -50,7 +50,7 @@ class MarkdownReporter(Reporter):
     description = "a markdown report with a section per deployment (job summaries, merge-request notes)"
 
     def render(self, report: Report) -> str:
-        verdict = "PASS" if report.ok and not (self.strict and report.summary.warnings) else "FAIL"
+        verdict = "PASS" if report.ok else "FAIL"
         lines = [f"## specprobe {report.command}: {verdict}", "", counts_line(report)]
         suppressed = suppressed_line(report)
         if suppressed:
@@ -58,10 +58,8 @@ class MarkdownReporter(Reporter):
         subject = [f"- {key}: {cell(str(value))}" for key, value in report.subject.items() if value]
         if subject:
             lines += ["", *subject]
-        findings = report.sorted_findings()
-        for section in section_names(report):
-            members = [f for f in findings if section_of(f, report) == section]
-            failing = sum(fails(f.severity, self.strict) for f in members)
+        for section, members in sections(report).items():
+            failing = sum(report.fails(f.severity) for f in members)
             status = f"FAIL ({failing} failing)" if failing else "PASS"
             lines += ["", f"### {cell(section)}: {status}", ""]
             if not members:

@@ -3,7 +3,12 @@
 Shape follows the OASIS SARIF 2.1.0 (errata 01) schema, and GitHub's ingestion rules: every result
 that has a file carries a physical location (GitHub rejects a log whose result has only a logical
 one), ``partialFingerprints`` lets code scanning track an alert across runs and line moves, and the
-rule descriptors carry help text so an alert explains itself.
+rule descriptors carry help text so an alert explains itself. Paths are relative to the repository
+root (``SRCROOT`` in ``originalUriBaseIds``), which is where code scanning resolves them.
+
+Only findings at or above the reporter's level (default: warning) become results: every result is
+an open code-scanning alert, and "works" or "checked against" notes are not alerts. The others are
+counted in the run's properties, beside the verdict (``ok``) the exit code takes.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from specprobe import __version__
-from specprobe.baseline import FINGERPRINT_KEY, fingerprint
+from specprobe.baseline import FINGERPRINT_KEY, fingerprint, repository_root
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters._shared import artifact_path, suppressed_line
 from specprobe.reporters.base import Reporter
@@ -22,7 +27,7 @@ from specprobe.rules import Rule
 from specprobe.textsafe import terminal
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-SRCROOT = "%SRCROOT%"
+SRCROOT = "SRCROOT"
 
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
@@ -70,7 +75,10 @@ class SarifReporter(Reporter):
 
     def log(self, report: Report) -> dict[str, Any]:
         """The SARIF log as a JSON-ready dict (one run)."""
-        findings = report.sorted_findings()
+        level = self.sarif_level
+        kept = report.sorted_findings()
+        findings = [f for f in kept if f.severity.rank <= level.rank]
+        below = len(kept) - len(findings)
         rule_ids = list(dict.fromkeys(f.rule for f in findings))
         index = {rule_id: i for i, rule_id in enumerate(rule_ids)}
         first = {f.rule: f for f in reversed(findings)}
@@ -86,9 +94,18 @@ class SarifReporter(Reporter):
                 }
             },
             "automationDetails": {"id": f"specprobe/{report.command}/"},
+            "originalUriBaseIds": {SRCROOT: {"uri": repository_root().as_uri().rstrip("/") + "/"}},
             "results": [self._result(f, report, index[f.rule]) for f in findings],
         }
-        properties: dict[str, Any] = {"command": report.command, "ok": report.ok}
+        summary = report.summary
+        properties: dict[str, Any] = {
+            "command": report.command,
+            "ok": report.ok,
+            "failOn": report.fail_on.value,
+            "summary": summary.to_json_dict(),
+            "level": level.value,
+            "belowLevel": below,
+        }
         subject = {k: v for k, v in report.subject.items() if v}
         if subject:
             properties["subject"] = subject

@@ -1,17 +1,21 @@
 """Human-readable reporter: findings grouped by severity (in a section per deployment when the report
-is over deployments) and a one-line verdict at the end."""
+is over deployments) and a one-line verdict at the end, wrapped at the terminal's width."""
 
 from __future__ import annotations
 
 import io
+import re
 
 from specprobe.findings import Finding, Report, Severity
-from specprobe.reporters._shared import section_names, section_of
+from specprobe.reporters._shared import sections
 from specprobe.reporters.base import Reporter
 from specprobe.textsafe import terminal
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _HEADING = {Severity.ERROR: "Errors", Severity.WARNING: "Warnings", Severity.INFO: "Info"}
+# A word and the spaces after it: lines break only between words, never inside one (a URL or a path
+# longer than the width stays whole on a line of its own).
+_WORD = re.compile(r"\S+\s*")
 
 
 def _subject_line(report: Report) -> str:
@@ -49,9 +53,8 @@ def _lines(report: Report) -> list[list[Segment]]:
     findings = report.sorted_findings()
     if any(f.deployment is not None for f in findings) or report.extra.get("deployments"):
         # A report over deployments: one section each (report order), its findings grouped inside.
-        for section in section_names(report):
-            members = [f for f in findings if section_of(f, report) == section]
-            failing = any(f.severity is Severity.ERROR for f in members)
+        for section, members in sections(report).items():
+            failing = any(report.fails(f.severity) for f in members)
             lines.append([])
             lines.append([(f"== {terminal(section)}: ", "bold"), ("FAIL", "bold red") if failing else ("ok", "green")])
             lines += _severity_groups(members, "  ") if members else [[("  no findings", "dim")]]
@@ -59,9 +62,36 @@ def _lines(report: Report) -> list[list[Segment]]:
         lines += _severity_groups(findings, "")
     summary = report.summary
     counts = f" {summary.errors} error(s), {summary.warnings} warning(s), {summary.infos} info"
+    if report.fail_on is Severity.WARNING:
+        counts += " (warnings fail)"
     lines.append([])
     lines.append([("PASS", "bold green") if report.ok else ("FAIL", "bold red"), (counts, None)])
     return lines
+
+
+def wrap_spans(text: str, width: int | None) -> list[tuple[int, int, str]]:
+    """(start, end, prefix) slices of ``text`` that fit ``width``: breaks only between words, and
+    continuation lines are indented four past the line's own indent so a finding stays readable as
+    one block. A word longer than the width stays whole on a line of its own. None, or a width too
+    small to be useful: the line as it is."""
+    lead = len(text) - len(text.lstrip(" "))
+    if width is None or len(text) <= width or width < lead + 24:
+        return [(0, len(text), "")]
+    prefix = " " * (lead + 4)
+    lines: list[tuple[int, int]] = []
+    start = end = -1
+    for word in _WORD.finditer(text, lead):
+        word_end = word.start() + len(word.group().rstrip())
+        if start < 0:
+            start, end = 0, word_end  # the first line keeps its indent
+            continue
+        used = end - start + (len(prefix) if lines else 0)
+        if used + (word_end - end) > width:
+            lines.append((start, end))
+            start = word.start()
+        end = word_end
+    lines.append((start, end))
+    return [(s, e, prefix if index else "") for index, (s, e) in enumerate(lines)]
 
 
 class TextReporter(Reporter):
@@ -72,13 +102,19 @@ class TextReporter(Reporter):
         lines = _lines(report)
         if not self.color:
             # Plain text needs no rich: pipes, CI logs and NO_COLOR start faster without importing it.
-            return "".join("".join(text for text, _ in line) + "\n" for line in lines)
+            out: list[str] = []
+            for line in lines:
+                text = "".join(part for part, _ in line)
+                out += [prefix + text[start:end] for start, end, prefix in wrap_spans(text, self.width)]
+            return "".join(f"{line}\n" for line in out)
         from rich.console import Console
         from rich.text import Text
 
         buffer = io.StringIO()
-        console = Console(file=buffer, force_terminal=True, width=110, highlight=False, soft_wrap=True)
+        console = Console(file=buffer, force_terminal=True, width=10_000, highlight=False, soft_wrap=True)
         for line in lines:
             # Text, not a markup string: "[bold]" inside a config value is shown as written.
-            console.print(Text.assemble(*((text, style or "") for text, style in line)))
+            assembled = Text.assemble(*((text, style or "") for text, style in line))
+            for start, end, prefix in wrap_spans(assembled.plain, self.width):
+                console.print(Text(prefix) + assembled[start:end])
         return buffer.getvalue()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from specprobe.baseline import repository_root
 from specprobe.cli import app
 
 CASES = Path(__file__).parent / "cases"
@@ -29,13 +30,17 @@ def case_file(case: Path) -> Path:
 def test_case(case, fmt):
     expected = json.loads((case / "expected.json").read_text(encoding="utf-8"))
     path = case_file(case)
-    result = runner.invoke(app, ["gate", str(path), "--format", fmt])
+    # Every finding as a SARIF result (info too), so each points back at the file gated.
+    levels = ["--sarif-level", "info"] if fmt == "sarif" else []
+    result = runner.invoke(app, ["gate", str(path), "--format", fmt, *levels])
     assert result.exit_code == expected["exit"], result.output
     if fmt == "sarif":
         run = json.loads(result.stdout)["runs"][0]
         uris = {loc["physicalLocation"]["artifactLocation"]["uri"] for r in run["results"] for loc in r["locations"]}
-        # The SARIF reporter writes paths relative to the working directory (GitHub's %SRCROOT%).
-        assert {(Path.cwd() / uri).resolve() for uri in uris} == {path.resolve()}
+        # Paths relative to the repository root (SRCROOT), where code scanning resolves them.
+        root = run["originalUriBaseIds"]["SRCROOT"]["uri"]
+        assert root == repository_root().as_uri() + "/"
+        assert {(repository_root() / uri).resolve() for uri in uris} == {path.resolve()}
         return
     report = json.loads(result.stdout)
     assert [d["name"] for d in report["deployments"]] == expected["deployments"]

@@ -97,3 +97,20 @@ def test_no_summary_file_outside_github_actions(built_case, tmp_path: Path) -> N
     code, _, _ = run_cli("check", str(draft), "--engine", "vllm==0.33.0", "-f", "github", env=env)
     assert code == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d2t-absolute"]
+
+
+def test_annotations_past_githubs_limit_end_with_one_line_saying_how_many_more() -> None:
+    from specprobe.findings import Finding, Report, Severity
+    from specprobe.reporters.github import ANNOTATION_LIMIT, GithubReporter
+
+    report = Report(command="gate")
+    report.extend(
+        Finding("VOCAB-D2T-RANGE", Severity.ERROR, f"error {i}", file="a.yaml", line=i + 1) for i in range(25)
+    )
+    report.extend(Finding("TARGET-MAX-POSITION", Severity.WARNING, f"warning {i}", file="a.yaml") for i in range(3))
+    lines = GithubReporter().render(report).splitlines()
+    errors = [line for line in lines if line.startswith("::error ")]
+    assert len(errors) == ANNOTATION_LIMIT
+    assert errors[-1].endswith("16 more error(s) in the job summary (GitHub shows 10 error annotations per step)")
+    assert sum(line.startswith("::warning ") for line in lines) == 3  # under the limit: all shown
+    assert lines[-1].startswith("specprobe gate: FAIL")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import junitparser
@@ -44,7 +47,8 @@ def test_one_suite_per_deployment_and_errors_fail(tmp_path: Path) -> None:
 
 
 def test_strict_fails_warnings_too(tmp_path: Path) -> None:
-    by_name = suites(parse(JunitReporter(strict=True, rules=RULES).render(deployments_report()), tmp_path))
+    strict = replace(deployments_report(), fail_on=Severity.WARNING)
+    by_name = suites(parse(JunitReporter(rules=RULES).render(strict), tmp_path))
     assert len(failed(by_name[K8S])) == 2
     assert failed(by_name[COMPOSE]) == ["TARGET-MAX-POSITION [config.json:max_position_embeddings]"]
     failure = next(r for case in by_name[COMPOSE] for r in case.result if isinstance(r, junitparser.Failure))
@@ -81,6 +85,25 @@ def test_check_cli_junit_is_readable(built_case, tmp_path: Path) -> None:
 def test_failures_match_the_exit_policy(strict: bool, tmp_path: Path) -> None:
     from specprobe.findings import exit_code
 
-    report = deployments_report()
-    parsed = parse(JunitReporter(strict=strict, rules=RULES).render(report), tmp_path)
-    assert (parsed.failures > 0) == bool(exit_code(report, strict=strict))
+    report = replace(deployments_report(), fail_on=Severity.WARNING if strict else Severity.ERROR)
+    parsed = parse(JunitReporter(rules=RULES).render(report), tmp_path)
+    assert (parsed.failures > 0) == bool(exit_code(report))
+
+
+JENKINS_XSD = Path(__file__).parent / "data" / "jenkins-junit-10.xsd"
+
+
+def test_valid_against_the_jenkins_junit_schema_with_time_and_timestamp(tmp_path: Path) -> None:
+    xmlschema = pytest.importorskip("xmlschema")
+    schema = xmlschema.XMLSchema(str(JENKINS_XSD))
+    for fail_on in (Severity.ERROR, Severity.WARNING):
+        xml = JunitReporter(rules=RULES).render(replace(deployments_report(), fail_on=fail_on))
+        schema.validate(xml)
+        root = ET.fromstring(xml)
+        assert root.get("time") is not None
+        for suite in root.iter("testsuite"):
+            # The XSD types both as strings; Jenkins parses time as seconds and timestamp as ISO 8601.
+            assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", suite.get("timestamp", ""))
+            assert float(suite.get("time", "x")) >= 0
+            for case in suite.iter("testcase"):
+                assert float(case.get("time", "x")) >= 0

@@ -51,9 +51,23 @@ def github_ingestion_problems(log: dict[str, Any]) -> list[str]:
             problems.append(f"result {i}: ruleIndex points at another rule")
         if not result["message"]["text"]:
             problems.append(f"result {i}: empty message")
+        if not result.get("partialFingerprints"):
+            problems.append(f"result {i}: no partialFingerprints (alerts would not be tracked across runs)")
         for location in result.get("locations", []):
-            if not location.get("physicalLocation", {}).get("artifactLocation", {}).get("uri"):
+            artifact = location.get("physicalLocation", {}).get("artifactLocation", {})
+            if not artifact.get("uri"):
                 problems.append(f"result {i}: location without physicalLocation.artifactLocation.uri")
+            base = artifact.get("uriBaseId")
+            if base is not None and base not in run.get("originalUriBaseIds", {}):
+                problems.append(f"result {i}: uriBaseId {base} not declared in originalUriBaseIds")
+            if base is not None and (artifact["uri"].startswith(("/", "../")) or "://" in artifact["uri"]):
+                problems.append(f"result {i}: uri {artifact['uri']} is not relative to {base}")
+    for name, base in run.get("originalUriBaseIds", {}).items():
+        # SARIF 2.1.0 3.14.14: an originalUriBaseIds uri is absolute and ends with a slash.
+        if not (base.get("uri", "").startswith("file:///") and base["uri"].endswith("/")):
+            problems.append(f"originalUriBaseIds {name}: {base.get('uri')!r} is not an absolute folder URI")
+    if len(run["results"]) > 25_000:
+        problems.append("more than 25,000 results: GitHub keeps only the first 25,000")
     return problems
 
 
@@ -87,15 +101,17 @@ def test_results_point_at_the_manifest_line_and_the_deployment(tmp_path: Path, m
 
     lint = by_rule["LINT-SPEC-TOKENS"]["locations"][0]
     assert lint["physicalLocation"] == {
-        "artifactLocation": {"uri": "deploy/k8s.yaml", "uriBaseId": "%SRCROOT%"},
+        "artifactLocation": {"uri": "deploy/k8s.yaml", "uriBaseId": "SRCROOT"},
         "region": {"startLine": 27},
     }
     assert lint["logicalLocations"] == [{"name": K8S, "fullyQualifiedName": K8S, "kind": "resource"}]
     # A finding about a file without a line (the safetensors file) has no region at all.
     d2t = by_rule["VOCAB-D2T-RANGE"]["locations"][0]["physicalLocation"]
-    assert d2t == {"artifactLocation": {"uri": "drafts/eagle3/model.safetensors", "uriBaseId": "%SRCROOT%"}}
+    assert d2t == {"artifactLocation": {"uri": "drafts/eagle3/model.safetensors", "uriBaseId": "SRCROOT"}}
     assert by_rule["VOCAB-D2T-RANGE"]["level"] == "error"
-    assert by_rule["COMPAT-KNOWN-GOOD"]["level"] == "note"
+    # Info ("works", "checked against") is not an alert: below the default level, counted instead.
+    assert "COMPAT-KNOWN-GOOD" not in by_rule
+    assert run["properties"]["belowLevel"] == 1
     # Control characters from the input never reach the log raw.
     assert "\x1b" not in json.dumps(log, ensure_ascii=False)
 
@@ -105,7 +121,8 @@ def test_rules_carry_help_and_a_docs_uri_for_every_rule_that_fired() -> None:
     driver = SarifReporter(rules=RULES).log(report)["runs"][0]["tool"]["driver"]
     assert driver["name"] == "specprobe"
     assert driver["informationUri"].startswith("https://")
-    assert {r["id"] for r in driver["rules"]} == report.fired()
+    reported = {f.rule for f in report.findings if f.severity is not Severity.INFO}
+    assert {r["id"] for r in driver["rules"]} == reported
     d2t = next(r for r in driver["rules"] if r["id"] == "VOCAB-D2T-RANGE")
     assert d2t["defaultConfiguration"] == {"level": "error"}
     assert d2t["helpUri"].endswith("/docs/rules/VOCAB-D2T-RANGE.md")
@@ -118,7 +135,7 @@ def test_partial_fingerprints_are_the_baseline_fingerprints(tmp_path: Path, monk
     monkeypatch.chdir(tmp_path)
     report = deployments_report()
     results = SarifReporter(rules=RULES).log(report)["runs"][0]["results"]
-    expected = [fingerprint(f) for f in report.sorted_findings()]
+    expected = [fingerprint(f) for f in report.sorted_findings() if f.severity is not Severity.INFO]
     assert [r["partialFingerprints"][FINGERPRINT_KEY] for r in results] == expected
     assert len(set(expected)) == len(expected)
 
@@ -170,3 +187,42 @@ def test_lint_cli_points_drafter_findings_at_the_drafter_files(built_case) -> No
     validate(log)
     d2t = next(r for r in log["runs"][0]["results"] if r["ruleId"] == "VOCAB-D2T-RANGE")
     assert d2t["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "d2t-absolute/draft/model.safetensors"
+
+
+@pytest.mark.parametrize(
+    ("level", "kept"), [(Severity.ERROR, {"error"}), (Severity.INFO, {"error", "warning", "note"})]
+)
+def test_sarif_level_chooses_which_findings_are_results(
+    level: Severity, kept: set[str], tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    report = deployments_report()
+    run = SarifReporter(rules=RULES, sarif_level=level).log(report)["runs"][0]
+    assert {r["level"] for r in run["results"]} == kept
+    assert run["properties"]["belowLevel"] == len(report.findings) - len(run["results"])
+    assert run["properties"]["summary"] == report.summary.to_json_dict()
+
+
+def test_uris_are_relative_to_the_repository_root_not_the_working_directory(tmp_path: Path, monkeypatch) -> None:
+    import subprocess
+
+    if subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "deploy").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    outside = tmp_path / "elsewhere.yaml"
+    monkeypatch.chdir(repo / "deploy")  # the gate runs in a subfolder of the checkout
+    from specprobe.baseline import _toplevel
+
+    _toplevel.cache_clear()
+    report = Report(command="gate")
+    report.add(Finding("VOCAB-D2T-RANGE", Severity.ERROR, "m", file="k8s.yaml", line=3))
+    report.add(Finding("TARGET-MAX-POSITION", Severity.WARNING, "m", file=str(outside)))
+    run = SarifReporter(rules=RULES).log(report)["runs"][0]
+    artifacts = [r["locations"][0]["physicalLocation"]["artifactLocation"] for r in run["results"]]
+    assert artifacts[0] == {"uri": "deploy/k8s.yaml", "uriBaseId": "SRCROOT"}
+    assert run["originalUriBaseIds"]["SRCROOT"]["uri"] == repo.resolve().as_uri() + "/"
+    # Outside the checkout: an absolute file URI, never a path that would resolve inside it.
+    assert artifacts[1] == {"uri": outside.resolve().as_uri()}
+    assert github_ingestion_problems(SarifReporter(rules=RULES).log(report)) == []
