@@ -8,13 +8,14 @@ image's entrypoint (``vllm/vllm-openai`` runs ``vllm serve``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
 from specprobe.deploy.model import Deployment, deployment_from_argv
-from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, split_commands
+from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
 from specprobe.deploy.yamlsource import LineDict
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import deploy as rules
@@ -247,15 +248,17 @@ def find_launches(
         origin = (text_origin or {}).get(script_at + dropped)
         first_line, follows = origin if origin is not None else (lines[script_at] or 1, True)
         try:
-            commands = split_commands(
-                argv[script_at], first_line=first_line, lines_follow_text=follows, variables=scope
-            )
+            script = parse_script(argv[script_at], first_line=first_line, lines_follow_text=follows, variables=scope)
         except ShellSyntaxError as exc:
             bad = rules.VALUE.finding(f"the shell script given to {argv[0]} -c cannot be read: {exc}")
             bad.line = exc.line
             found.findings.append(bad)
             return found
-        for command in commands:
+        for message, line in script.notes:
+            note = rules.NOT_EXAMINED.finding(message, location=argv[0])
+            note.line = line
+            found.findings.append(note)
+        for command in script.commands:
             inner = find_launches(
                 command.words, list(command.lines), image=image, variables=command.variables, depth=depth + 1
             )
@@ -299,6 +302,47 @@ def _unexpanded_notes(deployment: Deployment) -> list[Finding]:
         )
         note.line = deployment.source.argv_line(index)
         notes.append(note)
+    return notes
+
+
+# A word holding a flag after a blank (" --model-path m --tp 2"): flags an engine would need split.
+_JOINED_FLAGS = re.compile(r"(^|\s)--?[A-Za-z][A-Za-z0-9_-]*")
+
+
+def _joined_flag_notes(deployment: Deployment) -> list[Finding]:
+    """One error per launch argument that holds several flags in one word.
+
+    The shell passes ``"$ARGS"`` (quoted) as a single argument, and a YAML list item
+    ``"--model m --port 1"`` is a single argument too; argparse then sees one positional it does not
+    accept (or takes it as the model), and the server refuses to start."""
+    command = deployment.command
+    if command is None:
+        return []
+    detected = detect_engine(deployment.argv)
+    start = detected[1] if detected is not None else 0
+    flag_tokens = set(command.positions.values())
+    notes = []
+    values = set(command.value_positions.values()) - flag_tokens
+    for index in range(start, len(deployment.argv)):
+        word = deployment.argv[index]
+        if index in flag_tokens:
+            joined = any(char.isspace() for char in word.partition("=")[0])  # "--port 8000" as one word
+        elif index in values:
+            # A flag's value may hold blanks (a chat template, JSON); one that hides more flags may not.
+            joined = word[:1].isspace() or bool(re.search(r"\s--[A-Za-z]", word))
+        else:
+            joined = bool(_JOINED_FLAGS.search(word)) and any(char.isspace() for char in word)
+        if joined and not word.lstrip().startswith(("{", "[")):
+            note = rules.VALUE.finding(
+                f"the launch argument {shown_command([word], 1)!r} holds several flags in one word: the engine "
+                "receives it as one argument (a quoted \"$VAR\" or one YAML item), reads no flag from it and "
+                "refuses to start (unrecognized arguments, or no model)",
+                location=word.strip()[:40],
+                hint='Split it: leave the variable unquoted ($ARGS), or build an array and run "${ARGS[@]}"; in '
+                "YAML give each flag and value as its own list item.",
+            )
+            note.line = deployment.source.argv_line(index)
+            notes.append(note)
     return notes
 
 
@@ -367,6 +411,7 @@ def to_deployments(
         deployment.env = {**launch.variables, **deployment.env}
         if deployment.device is None and device is not None:
             deployment.device = device
+        deployment.findings.extend(_joined_flag_notes(deployment))
         deployment.findings.extend(_unexpanded_notes(deployment))
         deployments.append(deployment)
     if deployments:

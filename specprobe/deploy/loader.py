@@ -45,14 +45,19 @@ def _read(path: Path, shown: str) -> str:
 
 def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
     from specprobe.deploy.launch import find_launches, to_deployments
-    from specprobe.deploy.shell import ShellSyntaxError, split_commands
+    from specprobe.deploy.shell import ShellSyntaxError, parse_script
 
     try:
-        commands = split_commands(text)
+        script = parse_script(text)
     except ShellSyntaxError as exc:
         raise SpecprobeError(f"{shown}:{exc.line}: {exc}") from None
+    commands = script.commands
     deployments: list[Deployment] = []
     findings: list[Finding] = []
+    for message, line in script.notes:
+        note = rules.NOT_EXAMINED.finding(message, location=shown)
+        note.file, note.line = shown, line
+        findings.append(note)
     base_name = "script/" + Path(shown).name
     for command in commands:
         search = find_launches(command.words, list(command.lines), variables=command.variables)

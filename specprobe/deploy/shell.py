@@ -1,10 +1,20 @@
-"""Shell text split into simple commands with the line of every word, using the standard ``shlex``.
+"""Shell text read the way bash reads it, into the simple commands it would run, with the line of every word.
 
-Handles what launch scripts and ``sh -c`` strings use: line continuations, comments, ``;``, ``&&``,
-``||``, pipes, ``&``, compound-command keywords (``if``/``then``/``do``/``{``), redirections, and
-variables assigned earlier in the script (``MODEL=/m``, ``export X=...``, ``${VAR:-default}``),
-expanded the way the shell would for the simple cases. Nothing is ever executed; command substitution
-``$(...)`` and unknown variables stay as written, for the caller to report.
+The grammar comes from ``bashlex`` (a port of bash's own parser): lists, pipelines, ``&&``/``||``,
+``if``/``for``/``while`` bodies, brace and subshell groups, functions, heredocs, comments and line
+continuations. Words are then expanded here as bash expands them, without running anything:
+quoting, parameter expansion from the assignments the script made before (``X=1``, ``export``,
+``local``, ``${X:-default}``, ``${X:=d}``, ``${X:+alt}``), arrays (``A=(...)``, ``A+=(...)``,
+``"${A[@]}"``) and word splitting of unquoted expansions, so that ``"$ARGS"`` stays one argument
+and ``$ARGS`` becomes several, as the engine will receive them. A function that is called runs its
+body with its arguments as ``$1``...; ``eval`` of a string re-reads it.
+
+What bashlex's grammar lacks is rewritten in place before parsing, keeping every character's
+offset: array assignments are marked, ``[[ ... ]]`` and ``(( ... ))`` become ``true``, ``$(( ... ))``
+becomes ``0``, and a ``case`` becomes a group that runs every branch (each branch's launch is a
+deployment). Text bashlex still cannot read is split by the simpler ``shlex`` tokenizer and a note
+says so. Nothing is ever executed; command substitution ``$(...)`` and unknown variables stay as
+written, for the caller to report.
 """
 
 from __future__ import annotations
@@ -13,6 +23,9 @@ import bisect
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import Any
+
+import bashlex
 
 from specprobe.findings import SpecprobeError
 
@@ -20,16 +33,24 @@ _SEPARATORS = frozenset(";&|()\n")
 _REDIRECTS = frozenset({">", ">>", "<", ">&", "<&", "&>", ">|", "<<", "<<<", "<>", "&>>"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "exec"})
 _ENDERS = frozenset({"fi", "done", "}", "esac", "then", "else", "do"})
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=(.*)$", re.DOTALL)
 _VARIABLE = re.compile(
     r"\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::?(?P<op>[-=])(?P<default>[^}]*))?\}|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
 )
 UNEXPANDED = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(|[@*0-9])")
 MAX_WORDS = 200_000
+_MAX_CALL_DEPTH = 8
+_DECLARATIONS = frozenset({"export", "local", "readonly", "declare", "typeset"})
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACED = re.compile(
+    r"^(?P<bang>!?)(?P<hash>#?)(?P<name>[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!])"
+    r"(?:\[(?P<index>[^\]]*)\])?(?P<op>:?[-=+?])?(?P<rest>.*)$",
+    re.DOTALL,
+)
 
 
 class ShellSyntaxError(SpecprobeError):
-    """The text is not shell the tokenizer can read (an unclosed quote); carries the line."""
+    """The text is not shell that can be read (an unclosed quote); carries the line."""
 
     def __init__(self, message: str, line: int) -> None:
         super().__init__(message)
@@ -38,8 +59,8 @@ class ShellSyntaxError(SpecprobeError):
 
 @dataclass
 class SimpleCommand:
-    """One simple command: its words (variables expanded where known), the line of each word, and the
-    variables the script had assigned when it ran."""
+    """One simple command: its words (expanded where known), the line of each word, and the variables
+    the script had assigned when it ran."""
 
     words: list[str]
     lines: list[int]
@@ -48,6 +69,14 @@ class SimpleCommand:
     @property
     def line(self) -> int:
         return self.lines[0] if self.lines else 0
+
+
+@dataclass
+class ShellScript:
+    """The commands of a script and notes about what could not be read as bash reads it (with lines)."""
+
+    commands: list[SimpleCommand] = field(default_factory=list)
+    notes: list[tuple[str, int]] = field(default_factory=list)
 
 
 def expand(word: str, variables: dict[str, str]) -> str:
@@ -64,6 +93,606 @@ def expand(word: str, variables: dict[str, str]) -> str:
         return match.group(0)
 
     return _VARIABLE.sub(substitute, word)
+
+
+# --- rewriting what bashlex cannot parse, keeping offsets -------------------------------------------
+
+
+def _skip_quoted(text: str, i: int) -> int:
+    """Index after the quoted string or escape starting at ``i`` (``'``, ``"``, ``\\``)."""
+    char = text[i]
+    if char == "\\":
+        return min(i + 2, len(text))
+    if char == "'":
+        end = text.find("'", i + 1)
+        return len(text) if end < 0 else end + 1
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == '"':
+            return j + 1
+        j += 1
+    return len(text)
+
+
+def _closing(text: str, i: int, opener: str, closer: str, depth: int = 1) -> int:
+    """Index of the ``closer`` that balances ``depth`` open ``opener``s, from ``i``; -1 when unbalanced."""
+    j = i
+    while j < len(text):
+        char = text[j]
+        if char in "'\"\\":
+            j = _skip_quoted(text, j)
+            continue
+        if char == opener:
+            depth += 1
+        elif char == closer:
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def _blank(chars: list[str], start: int, end: int, replacement: str = "") -> None:
+    """Overwrite ``chars[start:end]`` with ``replacement`` then spaces, keeping newlines where they are."""
+    for k in range(start, end):
+        offset = k - start
+        if offset < len(replacement):
+            chars[k] = replacement[offset]
+        elif chars[k] != "\n":
+            chars[k] = " "
+
+
+def _at_word_start(text: str, i: int) -> bool:
+    return i == 0 or text[i - 1] in " \t\n;&|(){}"
+
+
+def _keyword_at(text: str, i: int, word: str) -> bool:
+    end = i + len(word)
+    return text.startswith(word, i) and _at_word_start(text, i) and (end >= len(text) or text[end] in " \t\n;&|()")
+
+
+@dataclass
+class _Rewrite:
+    text: str
+    arrays: dict[int, tuple[str, bool]] = field(default_factory=dict)  # offset of NAME -> (name, append)
+
+
+def _rewrite(text: str) -> _Rewrite:
+    """``text`` with the constructs bashlex lacks rewritten in place (same length, same newlines)."""
+    chars = list(text)
+    arrays: dict[int, tuple[str, bool]] = {}
+    case_depth: list[str] = []  # per open case: "pattern" (a pattern comes next) or "body"
+    i = 0
+    n = len(text)
+    while i < n:
+        char = text[i]
+        if char in "'\"\\":
+            i = _skip_quoted(text, i)
+            continue
+        if char == "#" and _at_word_start(text, i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if char == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
+            i = _skip_heredoc(text, i)
+            continue
+        if char == "$" and text.startswith("$((", i):
+            end = _closing(text, i + 3, "(", ")", depth=2)
+            if end > 0:
+                _blank(chars, i, end + 1, "0")
+                i = end + 1
+                continue
+        if _at_word_start(text, i):
+            if case_depth and case_depth[-1] == "pattern" and char not in " \t\n":
+                if _keyword_at(text, i, "esac"):
+                    _blank(chars, i, i + 4, "}")
+                    case_depth.pop()
+                    i += 4
+                    continue
+                end = _closing(text, i + (1 if char == "(" else 0), "(", ")")
+                if end < 0:
+                    break
+                _blank(chars, i, end + 1)
+                case_depth[-1] = "body"
+                i = end + 1
+                continue
+            if text.startswith("[[", i) and i + 2 < n and text[i + 2] in " \t":
+                end = text.find("]]", i + 2)
+                while end > 0 and not (end + 2 >= n or text[end + 2] in " \t\n;&|)"):
+                    end = text.find("]]", end + 2)
+                if end > 0:
+                    _blank(chars, i, end + 2, "true")
+                    i = end + 2
+                    continue
+            if text.startswith("((", i):
+                end = _closing(text, i + 2, "(", ")", depth=2)
+                if end > 0:
+                    _blank(chars, i, end + 1, "true")
+                    i = end + 1
+                    continue
+            match = _NAME.match(text, i)
+            if match and text.startswith(("=(", "+=("), match.end()):
+                opener = text.index("(", match.end())
+                end = _closing(text, opener + 1, "(", ")")
+                if end > 0:
+                    arrays[i] = (match.group(0), text[match.end()] == "+")
+                    _blank(chars, match.end(), opener + 1)
+                    _blank_array_body(text, chars, opener + 1, end)
+                    chars[end] = " "
+                    i = end + 1
+                    continue
+            if _keyword_at(text, i, "case"):
+                header = re.compile(r"case\s+(?:\"[^\"]*\"|'[^']*'|\S)+\s+in(?=[\s;])").match(text, i)
+                if header:
+                    _blank(chars, i, header.end(), "{")
+                    case_depth.append("pattern")
+                    i = header.end()
+                    continue
+            if case_depth and case_depth[-1] == "body" and _keyword_at(text, i, "esac"):
+                _blank(chars, i, i + 4, _separator(chars, i) + "}")
+                case_depth.pop()
+                i += 4
+                continue
+        if case_depth and case_depth[-1] == "body" and text.startswith((";;", ";&"), i):
+            length = 3 if text.startswith(";;&", i) else 2
+            _blank(chars, i, i + length, _separator(chars, i))
+            case_depth[-1] = "pattern"
+            i += length
+            continue
+        i += 1
+    return _Rewrite("".join(chars), arrays)
+
+
+def _separator(chars: list[str], i: int) -> str:
+    """``;`` when a command ends right before ``i`` (in the rewritten text), else nothing: bash refuses
+    an empty command (``{ ;`` or a lone ``;`` on its own line)."""
+    j = i - 1
+    while j >= 0 and chars[j] in " \t":
+        j -= 1
+    return "" if j < 0 or chars[j] in "\n;{&|" else ";"
+
+
+def _blank_array_body(text: str, chars: list[str], start: int, end: int) -> None:
+    """Inside ``A=( ... )``: newlines and comments become spaces, so the elements stay one command."""
+    j = start
+    while j < end:
+        char = text[j]
+        if char in "'\"\\":
+            after = _skip_quoted(text, j)
+            if char == "\\" and text[j + 1 : j + 2] == "\n":
+                chars[j] = chars[j + 1] = " "
+            j = after
+            continue
+        if char == "#" and _at_word_start(text, j):
+            stop = text.find("\n", j)
+            stop = end if stop < 0 or stop > end else stop
+            _blank(chars, j, stop)
+            j = stop
+            continue
+        if char == "\n":
+            chars[j] = " "
+        j += 1
+
+
+def _skip_heredoc(text: str, i: int) -> int:
+    """Index after the body of the heredoc whose ``<<`` is at ``i`` (bashlex reads the body itself)."""
+    match = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z0-9_.-]+)\2").match(text, i)
+    if match is None:
+        return i + 2
+    strip_tabs, delimiter = match.group(1) == "-", match.group(3)
+    line_end = text.find("\n", match.end())
+    if line_end < 0:
+        return len(text)
+    position = line_end + 1
+    while position < len(text):
+        next_end = text.find("\n", position)
+        line = text[position : next_end if next_end >= 0 else len(text)]
+        if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+            # The rest of the heredoc's command line is still scanned; its body is not.
+            return position + len(line)
+        if next_end < 0:
+            return len(text)
+        position = next_end + 1
+    return len(text)
+
+
+# --- expanding words as bash does --------------------------------------------------------------------
+
+
+@dataclass
+class _Value:
+    """A variable: one string, or an array's elements; each with the line where it was assigned."""
+
+    items: list[str]
+    lines: list[int]
+    array: bool = False
+
+    @property
+    def scalar(self) -> str:
+        return " ".join(self.items) if self.array else (self.items[0] if self.items else "")
+
+
+@dataclass
+class _Field:
+    text: str = ""
+    exists: bool = False  # a quoted empty string is a field; an empty unquoted expansion is not
+    line: int | None = None  # an array element's own line, when the field is exactly that element
+
+
+class _Expander:
+    """Word expansion of one raw word (quotes included) against a scope."""
+
+    def __init__(self, scope: dict[str, _Value], positional: list[str] | None) -> None:
+        self.scope = scope
+        self.positional = positional
+        self.split = True  # false while expanding an assignment's value: quotes removed, no splitting
+
+    def fields(self, raw: str) -> list[_Field]:
+        fields: list[_Field] = [_Field()]
+        self._expand(raw, fields, quoted=False)
+        return [f for f in fields if f.exists]
+
+    def string(self, raw: str) -> str:
+        """The word as one string, without splitting (assignment values, ``${X:-default}``)."""
+        fields: list[_Field] = [_Field()]
+        split, self.split = self.split, False
+        try:
+            self._expand(raw, fields, quoted=False)
+        finally:
+            self.split = split
+        return " ".join(f.text for f in fields)
+
+    def _add(self, fields: list[_Field], text: str) -> None:
+        fields[-1].text += text
+        fields[-1].exists = True
+        fields[-1].line = None
+
+    def _expand(self, raw: str, fields: list[_Field], *, quoted: bool) -> None:
+        i = 0
+        n = len(raw)
+        while i < n:
+            char = raw[i]
+            if char == "\\":
+                nxt = raw[i + 1 : i + 2]
+                if quoted and nxt not in ('"', "\\", "$", "`", "\n"):
+                    self._add(fields, char + nxt)
+                elif nxt != "\n":
+                    self._add(fields, nxt)
+                i += 2
+            elif char == "'" and not quoted:
+                end = raw.find("'", i + 1)
+                end = n if end < 0 else end
+                self._add(fields, raw[i + 1 : end])
+                i = end + 1
+            elif char == '"' and not quoted:
+                end = i + 1
+                while end < n and raw[end] != '"':
+                    end += 2 if raw[end] == "\\" else 1
+                inner = raw[i + 1 : end]
+                fields[-1].exists = True
+                self._expand(inner, fields, quoted=True)
+                i = end + 1
+            elif char == "$" and i + 1 < n:
+                i = self._dollar(raw, i, fields, quoted=quoted)
+            elif char == "`":
+                end = raw.find("`", i + 1)
+                end = n if end < 0 else end
+                self._add(fields, raw[i : end + 1])
+                i = end + 1
+            else:
+                self._add(fields, char)
+                i += 1
+
+    def _dollar(self, raw: str, i: int, fields: list[_Field], *, quoted: bool) -> int:
+        nxt = raw[i + 1]
+        if nxt == "(":
+            end = _closing(raw, i + 2, "(", ")")
+            end = len(raw) - 1 if end < 0 else end
+            self._add(fields, raw[i : end + 1])  # command substitution: left as written
+            return end + 1
+        if nxt == "{":
+            end = _closing(raw, i + 2, "{", "}")
+            if end < 0:
+                self._add(fields, raw[i:])
+                return len(raw)
+            self._braced(raw[i + 2 : end], raw[i : end + 1], fields, quoted=quoted)
+            return end + 1
+        match = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(raw, i + 1)
+        if match is None:
+            self._add(fields, "$")
+            return i + 1
+        name = match.group(0)
+        value = self._lookup(name)
+        if value is None:
+            self._add(fields, raw[i : match.end()])
+        else:
+            self._emit(value, fields, quoted=quoted, each=name == "@")
+        return match.end()
+
+    def _lookup(self, name: str, index: str | None = None) -> _Value | None:
+        if name in ("@", "*"):
+            if self.positional is None:
+                return None
+            return _Value(list(self.positional), [0] * len(self.positional), array=True)
+        if name == "#" and self.positional is not None:
+            return _Value([str(len(self.positional))], [0])
+        if name.isdigit():
+            if self.positional is None:
+                return None
+            position = int(name)
+            if position == 0:
+                return None
+            return _Value([self.positional[position - 1] if position <= len(self.positional) else ""], [0])
+        value = self.scope.get(name)
+        if value is None or index is None:
+            return value
+        if index in ("@", "*"):
+            return _Value(list(value.items), list(value.lines), array=True)
+        if index.isdigit():
+            position = int(index)
+            if position < len(value.items):
+                return _Value([value.items[position]], [value.lines[position]])
+            return _Value([""], [0])
+        return None
+
+    def _emit(self, value: _Value, fields: list[_Field], *, quoted: bool, each: bool) -> None:
+        """Append an expansion: quoted ``"${A[@]}"`` gives one field per element, quoted otherwise one
+        string, unquoted is split at blanks."""
+        if quoted and value.array and each:
+            for index, item in enumerate(value.items):
+                if index > 0:
+                    fields.append(_Field())
+                was_empty = not fields[-1].text
+                self._add(fields, item)
+                if was_empty and value.lines[index]:
+                    fields[-1].line = value.lines[index]
+            if not value.items:
+                return
+            return
+        if quoted or not self.split:
+            self._add(fields, value.scalar)
+            return
+        for index, item in enumerate(value.items if value.array else [value.scalar]):
+            if index > 0 and fields[-1].exists:
+                fields.append(_Field())
+            pieces = item.split()
+            if item[:1].isspace() and fields[-1].exists:
+                fields.append(_Field())
+            for number, piece in enumerate(pieces):
+                if number > 0:
+                    fields.append(_Field())
+                was_empty = not fields[-1].text
+                self._add(fields, piece)
+                if was_empty and value.array and value.lines[index] and len(pieces) == 1:
+                    fields[-1].line = value.lines[index]
+            if item[-1:].isspace() and fields[-1].exists:
+                fields.append(_Field())
+
+    def _braced(self, inner: str, whole: str, fields: list[_Field], *, quoted: bool) -> None:
+        match = _BRACED.match(inner)
+        if match is None or match.group("bang"):
+            self._add(fields, whole)
+            return
+        name, index, op, rest = match.group("name"), match.group("index"), match.group("op"), match.group("rest")
+        if match.group("hash"):
+            value = self._lookup(name, index)
+            if value is None or op or rest:
+                self._add(fields, whole)
+            else:
+                count = len(value.items) if value.array and index in ("@", "*") else len(value.scalar)
+                self._add(fields, str(count))
+            return
+        value = self._lookup(name, index)
+        if op is None:
+            if rest or (index is not None and value is None and name in self.scope):
+                self._add(fields, whole)  # ${X#pat}, ${X/a/b}, ...: not followed
+            elif value is None:
+                self._add(fields, whole)
+            else:
+                self._emit(value, fields, quoted=quoted, each=index == "@" or name == "@")
+            return
+        unset = value is None or (op.startswith(":") and not value.scalar)
+        kind = op[-1]
+        if kind == "-":
+            chosen = _Value([self.string(rest)], [0]) if unset else value
+        elif kind == "=":
+            if unset:
+                chosen = _Value([self.string(rest)], [0])
+                if _NAME.fullmatch(name):
+                    self.scope[name] = chosen
+            else:
+                chosen = value
+        elif kind == "+":
+            chosen = _Value([""], [0]) if unset else _Value([self.string(rest)], [0])
+        else:  # ${X:?message}: the script stops when unset; the value is what it is otherwise
+            chosen = value if value is not None else None
+        if chosen is None:
+            self._add(fields, whole)
+        else:
+            self._emit(chosen, fields, quoted=quoted, each=index == "@")
+
+
+# --- walking the tree ----------------------------------------------------------------------------------
+
+
+class _Walker:
+    def __init__(self, rewrite: _Rewrite, line_at: Any, scope: dict[str, _Value]) -> None:
+        self.text = rewrite.text
+        self.arrays = rewrite.arrays
+        self.line_at = line_at
+        self.scope = scope
+        self.functions: dict[str, Any] = {}
+        self.commands: list[SimpleCommand] = []
+        self.calls: list[str] = []
+        self.words = 0
+
+    def walk(self, node: Any, positional: list[str] | None) -> None:
+        kind = getattr(node, "kind", None)
+        if kind == "command":
+            self._command(node, positional)
+            return
+        if kind == "function":
+            name = next((p.word for p in node.parts if getattr(p, "kind", None) == "word"), None)
+            if name is not None:
+                self.functions[name] = node.body
+            return
+        if kind in ("word", "reservedword", "operator", "pipe", "redirect", "heredoc", "tilde", "parameter"):
+            return
+        children = getattr(node, "parts", None) or getattr(node, "list", None) or []
+        for child in children:
+            self.walk(child, positional)
+
+    def _raw(self, node: Any) -> str:
+        start, end = node.pos
+        return str(self.text[start:end])
+
+    def _assign(self, raw: str, line: int, expander: _Expander, array_at: int | None, elements: list[Any]) -> None:
+        match = _ASSIGNMENT.match(raw)
+        if match is None:
+            return
+        name, append, value_raw = match.groups()
+        if array_at is not None:
+            items: list[str] = []
+            lines: list[int] = []
+            for element in elements:
+                for found in expander.fields(self._raw(element)):
+                    items.append(found.text)
+                    lines.append(found.line or self.line_at(element.pos[0]))
+            old = self.scope.get(name)
+            if append and old is not None:
+                items, lines = [*old.items, *items], [*old.lines, *lines]
+            self.scope[name] = _Value(items, lines, array=True)
+            return
+        value = expander.string(value_raw)
+        old = self.scope.get(name)
+        if append and old is not None:
+            value = old.scalar + value
+        self.scope[name] = _Value([value], [line])
+
+    def _command(self, node: Any, positional: list[str] | None) -> None:
+        parts = [p for p in node.parts if p.kind in ("word", "assignment")]
+        self.words += len(parts)
+        if self.words > MAX_WORDS:
+            raise SpecprobeError(f"more than {MAX_WORDS} words: not a launch script")
+        expander = _Expander(self.scope, positional)
+        array_index = next((k for k, p in enumerate(parts) if p.pos[0] in self.arrays), None)
+        if array_index is not None:
+            head = parts[array_index]
+            name, append = self.arrays[head.pos[0]]
+            raw = f"{name}{'+' if append else ''}="
+            self._assign(raw, self.line_at(head.pos[0]), expander, head.pos[0], parts[array_index + 1 :])
+            return
+        prefix: list[Any] = []
+        while parts and parts[0].kind == "assignment":
+            prefix.append(parts.pop(0))
+        if not parts:
+            for assignment in prefix:
+                self._assign(self._raw(assignment), self.line_at(assignment.pos[0]), expander, None, [])
+            return
+        words: list[str] = []
+        lines: list[int] = []
+        for part in [*prefix, *parts]:
+            for found in expander.fields(self._raw(part)):
+                words.append(found.text)
+                lines.append(found.line or self.line_at(part.pos[0]))
+        if not words:
+            return
+        head = words[0]
+        if head in _DECLARATIONS and not prefix:
+            for part in parts[1:]:
+                raw = self._raw(part)
+                if _ASSIGNMENT.match(raw):
+                    self._assign(raw, self.line_at(part.pos[0]), expander, None, [])
+            return
+        if head in self.functions and not prefix:
+            if head in self.calls or len(self.calls) >= _MAX_CALL_DEPTH:
+                return  # recursion: the body was walked once already
+            self.calls.append(head)
+            try:
+                self.walk(self.functions[head], words[1:])
+            finally:
+                self.calls.pop()
+            return
+        if head == "eval" and len(words) > 1 and len(self.calls) < _MAX_CALL_DEPTH:
+            self.calls.append("eval")
+            try:
+                inner = _parse(" ".join(words[1:]), lambda _offset, line=lines[0]: line, self.scope, positional)
+                self.commands.extend(inner.commands)
+            except (SpecprobeError, _ParseFailedError):
+                pass  # an eval string that is not shell runs nothing we can follow
+            finally:
+                self.calls.pop()
+            return
+        variables = {key: value.scalar for key, value in self.scope.items()}
+        self.commands.append(SimpleCommand(words, lines, variables))
+
+
+class _ParseFailedError(Exception):
+    """bashlex could not read the text (its own ParsingError, or a construct it does not implement)."""
+
+    def __init__(self, message: str, offset: int | None) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+def _parse(text: str, line_at: Any, scope: dict[str, _Value], positional: list[str] | None) -> ShellScript:
+    rewrite = _rewrite(text)
+    if not rewrite.text.strip():
+        return ShellScript()
+    try:
+        trees = bashlex.parse(rewrite.text)
+    except bashlex.errors.ParsingError as exc:
+        raise _ParseFailedError(exc.message, exc.position) from None
+    except (NotImplementedError, AttributeError, IndexError, TypeError, ValueError, KeyError, AssertionError) as exc:
+        # bashlex raises these for grammar it does not implement (e.g. `select`, coprocesses).
+        raise _ParseFailedError(str(exc) or type(exc).__name__, None) from None
+    except RecursionError:
+        raise _ParseFailedError("nested too deeply", None) from None
+    walker = _Walker(rewrite, line_at, scope)
+    for tree in trees:
+        walker.walk(tree, positional)
+    return ShellScript(walker.commands)
+
+
+def parse_script(
+    text: str, *, first_line: int = 1, lines_follow_text: bool = True, variables: dict[str, str] | None = None
+) -> ShellScript:
+    """The simple commands of ``text`` as bash would run them, and notes on what was read otherwise.
+
+    ``first_line`` is the file line of the text's first character; when ``lines_follow_text`` is false
+    (a folded YAML scalar) every word is reported at ``first_line``. ShellSyntaxError (with the line)
+    for text that no reader can split (an unclosed quote).
+    """
+    newlines = [i for i, char in enumerate(text) if char == "\n"]
+
+    def line_at(offset: int) -> int:
+        return first_line + bisect.bisect_right(newlines, offset - 1) if lines_follow_text else first_line
+
+    scope = {name: _Value([value], [0]) for name, value in (variables or {}).items()}
+    try:
+        return _parse(text, line_at, scope, None)
+    except _ParseFailedError as failure:
+        line = line_at(failure.offset) if failure.offset is not None else first_line
+        commands = _fallback_commands(text, line_at, variables)
+        note = f"bash grammar not read here ({failure}); the script was split into words by a simpler reader"
+        return ShellScript(commands, [(note, line)])
+    except RecursionError:
+        raise ShellSyntaxError("shell text nested too deeply", first_line) from None
+
+
+def split_commands(
+    text: str, *, first_line: int = 1, lines_follow_text: bool = True, variables: dict[str, str] | None = None
+) -> list[SimpleCommand]:
+    """The simple commands of ``text`` (see ``parse_script``, whose notes this drops)."""
+    return parse_script(
+        text, first_line=first_line, lines_follow_text=lines_follow_text, variables=variables
+    ).commands
+
+
+# --- the fallback: shlex tokens, simple expansion ------------------------------------------------------
 
 
 class _Stream:
@@ -124,23 +753,12 @@ def _start(text: str, offset: int) -> int:
     return offset
 
 
-def split_commands(
-    text: str, *, first_line: int = 1, lines_follow_text: bool = True, variables: dict[str, str] | None = None
-) -> list[SimpleCommand]:
-    """The simple commands of ``text``; ``first_line`` is the file line of its first character, and when
-    ``lines_follow_text`` is false (a folded YAML scalar) every word is reported at ``first_line``.
-
-    ShellSyntaxError (with the line) for text shlex cannot read.
-    """
-    newlines = [i for i, char in enumerate(text) if char == "\n"]
-
-    def line_at(offset: int) -> int:
-        return first_line + bisect.bisect_right(newlines, offset - 1) if lines_follow_text else first_line
-
+def _fallback_commands(text: str, line_at: Any, variables: dict[str, str] | None) -> list[SimpleCommand]:
+    """Simple commands split by ``shlex`` (quotes removed, ``$VAR`` expanded inside words, no splitting)."""
     try:
         tokens = _tokens(text)
     except ValueError as exc:  # shlex: "No closing quotation" / "No escaped character"
-        raise ShellSyntaxError(f"shell text cannot be read: {exc}", first_line) from None
+        raise ShellSyntaxError(f"shell text cannot be read: {exc}", line_at(0)) from None
     scope = dict(variables or {})
     commands: list[SimpleCommand] = []
     words: list[str] = []
@@ -157,12 +775,12 @@ def split_commands(
         if body and all(_ASSIGNMENT.match(w) for w in body):
             for word in body:
                 name, value = word.split("=", 1)
-                scope[name] = expand(value, scope)
-        elif body[:1] == ["export"] or body[:1] == ["readonly"] or body[:1] == ["local"]:
+                scope[name.rstrip("+")] = expand(value, scope)
+        elif body[:1] in (["export"], ["readonly"], ["local"]):
             for word in body[1:]:
                 match = _ASSIGNMENT.match(word)
                 if match:
-                    scope[match.group(1)] = expand(match.group(2), scope)
+                    scope[match.group(1)] = expand(match.group(3), scope)
         elif body and body[0] not in _ENDERS:
             expanded = [expand(w, scope) for w in body]
             commands.append(SimpleCommand(expanded, list(body_lines), dict(scope)))
