@@ -14,6 +14,7 @@ from pathlib import Path, PurePosixPath
 
 from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
+from specprobe.deploy.launchers import unwrap
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
 from specprobe.deploy.yamlsource import LineDict
@@ -38,14 +39,6 @@ _RUN_VALUE_OPTIONS = frozenset(
         "--user", "--userns", "--uts", "-v", "--volume", "--volumes-from", "-w", "--workdir", "--entrypoint",
     }
 )
-# Wrappers that run the rest of the line: name -> number of words they take before it.
-_WRAPPERS = {
-    "nohup": 0, "time": 0, "stdbuf": 0, "numactl": 0, "taskset": 1, "timeout": 1, "nice": 0, "exec": 0,
-    "tini": 0, "dumb-init": 0, "catatonit": 0,
-}
-_RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "conda": "run",
-            "mamba": "run", "micromamba": "run", "pixi": "run", "rye": "run"}
-_RUNNER_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--with", "--python", "--env", "-e", "--project"})
 MAX_DEPTH = 4
 
 
@@ -71,31 +64,6 @@ def shown_command(words: list[str], limit: int = 4) -> str:
     """The first words of a command for a message, each cut short."""
     shown = " ".join(word if len(word) <= 40 else word[:37] + "..." for word in words[:limit])
     return shown + (" ..." if len(words) > limit else "")
-
-
-def _unwrap(argv: list[str], lines: list[int | None]) -> tuple[list[str], list[int | None]]:
-    """Drop wrappers (nohup, timeout 3600, uv run, conda run -n env) in front of the real command."""
-    i = 0
-    while i < len(argv):
-        head = PurePosixPath(argv[i]).name
-        if head == "env":
-            i += 1
-            while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
-                i += 1
-        elif head in _WRAPPERS:
-            i += 1
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 1
-            i += _WRAPPERS[head]
-        elif head in _RUNNERS and i + 1 < len(argv) and argv[i + 1] == _RUNNERS[head]:
-            i += 2
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if argv[i] in _RUNNER_VALUE_OPTIONS else 1
-            if i < len(argv) and argv[i] == "--":
-                i += 1
-        else:
-            break
-    return argv[i:], lines[i:]
 
 
 def _shell_script(argv: list[str]) -> int | None:
@@ -236,7 +204,7 @@ def find_launches(
     found = Search()
     scope = dict(variables or {})
     given = len(argv)
-    argv, lines = _unwrap(argv, lines)
+    argv, lines = unwrap(argv, lines)
     dropped = given - len(argv)
     if not argv or depth > MAX_DEPTH:
         return found

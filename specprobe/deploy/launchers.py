@@ -1,0 +1,201 @@
+"""The launchers specprobe knows, read from ``specprobe/data/launchers.yaml`` (checked against its JSON
+Schema): commands that start vLLM or SGLang, and wrappers that run another command.
+
+Adding a launcher (a new NVIDIA Dynamo worker, a job runner) is adding an entry to that file; the
+code here only matches argument vectors against the entries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import PurePosixPath
+from typing import Any
+
+import yaml
+
+from specprobe.findings import SpecprobeError
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
+# Python options that take a separate argument (python -X importtime -m ...).
+_PYTHON_OPTIONS_WITH_VALUE = ("-X", "-W", "-Q")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class EngineLauncher:
+    """A command that starts an engine; what follows it are the engine's flags (minus ``own_flags``)."""
+
+    name: str
+    engine: str
+    program: str | None = None
+    module: str | None = None
+    subcommand: tuple[str, ...] = ()
+    own_flags: dict[str, bool] = field(default_factory=dict)  # flag -> takes a value
+    evidence: str | None = None
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A command that runs the command given after its own options."""
+
+    name: str
+    program: str | None = None
+    module: str | None = None
+    subcommand: tuple[str, ...] = ()
+    runs_python: bool = False
+    options_with_value: frozenset[str] = frozenset()
+    positionals: int = 0
+    separator: str | None = None
+    assignments: bool = False
+
+
+@dataclass(frozen=True)
+class Launchers:
+    engines: tuple[EngineLauncher, ...]
+    wrappers: tuple[Wrapper, ...]
+
+
+def _data(name: str) -> str:
+    return resources.files("specprobe").joinpath("data", name).read_text("utf-8")
+
+
+def validate(raw: Any) -> None:
+    """SpecprobeError naming the first entry of ``raw`` that the launchers schema refuses."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(json.loads(_data("launchers.schema.json")))
+    for error in validator.iter_errors(raw):
+        where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
+        raise SpecprobeError(f"launchers.yaml: {where}: {error.message}")
+
+
+@lru_cache(maxsize=1)
+def launchers() -> Launchers:
+    """The shipped launchers, validated once per process."""
+    raw = yaml.safe_load(_data("launchers.yaml"))
+    validate(raw)
+    engines = tuple(
+        EngineLauncher(
+            name=entry["name"],
+            engine=entry["engine"],
+            program=entry.get("program"),
+            module=entry.get("module"),
+            subcommand=tuple(str(entry.get("subcommand", "")).split()),
+            own_flags={flag: kind == "value" for flag, kind in (entry.get("own_flags") or {}).items()},
+            evidence=entry.get("evidence"),
+        )
+        for entry in raw["engines"]
+    )
+    wrappers = tuple(
+        Wrapper(
+            name=entry["name"],
+            program=entry.get("program"),
+            module=entry.get("module"),
+            subcommand=tuple(str(entry.get("subcommand", "")).split()),
+            runs_python=entry.get("runs") == "python",
+            options_with_value=frozenset(entry.get("options_with_value") or ()),
+            positionals=int(entry.get("positionals", 0)),
+            separator=entry.get("separator"),
+            assignments=bool(entry.get("assignments", False)),
+        )
+        for entry in raw["wrappers"]
+    )
+    return Launchers(engines, wrappers)
+
+
+def python_module(argv: list[str], start: int) -> tuple[str, int] | None:
+    """For ``python [opts] -m MODULE ...`` at ``start``: the module and the index after it."""
+    if start >= len(argv) or not _PYTHON.fullmatch(PurePosixPath(argv[start]).name):
+        return None
+    i = start + 1
+    while i < len(argv):
+        token = argv[i]
+        if token == "-m":
+            return (argv[i + 1], i + 2) if i + 1 < len(argv) else None
+        if token.startswith("-m") and len(token) > 2:
+            return token[2:], i + 1
+        if token in _PYTHON_OPTIONS_WITH_VALUE:
+            i += 2
+        elif token.startswith("-"):
+            i += 1
+        else:
+            return None  # python script.py: not a module launch
+    return None
+
+
+def _match(
+    argv: list[str], start: int, program: str | None, module: str | None, subcommand: tuple[str, ...]
+) -> int | None:
+    """Index after ``program [subcommand]`` or ``python -m module [subcommand]`` at ``start``, else None."""
+    if start >= len(argv):
+        return None
+    if program is not None:
+        if PurePosixPath(argv[start]).name != program:
+            return None
+        after = start + 1
+    else:
+        found = python_module(argv, start)
+        if found is None or found[0] != module:
+            return None
+        after = found[1]
+    if subcommand:
+        if tuple(argv[after : after + len(subcommand)]) == subcommand:
+            return after + len(subcommand)
+        # A module's subcommand may be left out; a program's may not (`vllm bench` is no server).
+        return after if program is None else None
+    return after
+
+
+def match_engine(argv: list[str], start: int) -> tuple[EngineLauncher, int] | None:
+    """The engine launcher at ``argv[start]`` and the index of its first engine argument."""
+    for launcher in launchers().engines:
+        after = _match(argv, start, launcher.program, launcher.module, launcher.subcommand)
+        if after is not None:
+            return launcher, after
+    return None
+
+
+def _match_wrapper(argv: list[str], start: int) -> tuple[Wrapper, int] | None:
+    for wrapper in launchers().wrappers:
+        after = _match(argv, start, wrapper.program, wrapper.module, wrapper.subcommand)
+        if after is not None:
+            return wrapper, after
+    return None
+
+
+def unwrap(argv: list[str], lines: list[int | None]) -> tuple[list[str], list[int | None]]:
+    """Drop wrappers (``nohup``, ``timeout 3600``, ``uv run``, ``torchrun ... -m``, ``ray job submit
+    ... --``) in front of the command they run; a wrapper that runs Python gets ``python`` back."""
+    i = 0
+    for _ in range(16):  # wrappers nest a few deep at most (env nohup timeout 60 uv run ...)
+        found = _match_wrapper(argv, i)
+        if found is None:
+            break
+        wrapper, j = found
+        if wrapper.separator is not None and wrapper.separator in argv[j:]:
+            j = argv.index(wrapper.separator, j) + 1
+        else:
+            while j < len(argv):
+                word = argv[j]
+                if wrapper.assignments and _ASSIGNMENT.match(word):
+                    j += 1
+                elif wrapper.runs_python and word in ("-m", "--module"):
+                    break
+                elif word == wrapper.separator:
+                    j += 1
+                    break
+                elif word.startswith("-") and word != "-":
+                    name, eq, _ = word.partition("=")
+                    j += 2 if name in wrapper.options_with_value and not eq else 1
+                else:
+                    j += wrapper.positionals
+                    break
+        if wrapper.runs_python and j < len(argv):
+            rest = ["-m", *argv[j + 1 :]] if argv[j] == "--module" else argv[j:]
+            return ["python", *rest], [lines[j], *lines[j:]]
+        i = j
+    return argv[i:], lines[i:]
