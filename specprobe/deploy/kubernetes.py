@@ -1,5 +1,7 @@
-"""Kubernetes manifests (Deployment, StatefulSet, Pod, Job, CronJob, DaemonSet, List, and any custom
-resource that embeds a pod spec, e.g. LeaderWorkerSet) parsed into deployments.
+"""Kubernetes manifests (Deployment, StatefulSet, Pod, Job, CronJob, DaemonSet, List) and any custom
+resource that holds a container (LeaderWorkerSet, KServe ServingRuntime/InferenceService, OME
+ClusterServingRuntime ``engineConfig.runner``, NVIDIA Dynamo ``DynamoGraphDeployment``
+``extraPodSpec.mainContainer``, llm-d), found by shape rather than by kind, parsed into deployments.
 
 Every container is read (init containers and sidecars count only when they run an engine): its
 ``command`` + ``args`` with ``$(VAR)`` expanded from its ``env`` the way the kubelet does, ``args``
@@ -45,25 +47,41 @@ def is_kubernetes(documents: list[Any]) -> bool:
     return any(isinstance(d, dict) and "apiVersion" in d and "kind" in d for d in documents)
 
 
-def _pod_specs(node: Any) -> list[LineDict]:
-    """Every mapping under ``node`` that holds a ``containers`` list (a pod spec), not descending into them."""
-    found: list[LineDict] = []
-    stack: list[tuple[Any, int]] = [(node, 0)]
+def _is_container(node: LineDict) -> bool:
+    """A container by shape: an image and what it runs (a pod's container, OME's ``engineConfig.runner``,
+    Dynamo's ``extraPodSpec.mainContainer``, KServe's ``containers``)."""
+    return isinstance(node.get("image"), str) and ("command" in node or "args" in node)
+
+
+def _is_model_spec(node: LineDict) -> bool:
+    """An image-less mapping that gives an engine its arguments through an operator (KServe
+    InferenceService ``spec.predictor.model``: ``modelFormat`` + ``args``)."""
+    args = node.get("args")
+    return "image" not in node and isinstance(args, LineList) and all(isinstance(a, str) for a in args)
+
+
+def containers(node: Any) -> list[tuple[LineDict, list[str]]]:
+    """Every container-like mapping under ``node`` with its key path, found by shape, not by kind: the
+    items of ``containers``/``initContainers`` lists, any mapping with ``image`` and ``command``/``args``,
+    and image-less ``args`` mappings (found through an operator); containers are not descended into."""
+    found: list[tuple[LineDict, list[str]]] = []
+    stack: list[tuple[Any, list[str]]] = [(node, [])]
     seen: set[int] = set()
     visited = 0
     while stack and visited < _MAX_WALK:
-        current, depth = stack.pop()
-        if id(current) in seen or depth > _MAX_DEPTH:
+        current, path = stack.pop()
+        if id(current) in seen or len(path) > _MAX_DEPTH:
             continue
         seen.add(id(current))
         visited += 1
         if isinstance(current, LineDict):
-            if isinstance(current.get("containers"), list):
-                found.append(current)
+            in_list = len(path) >= 2 and path[-2] in _CONTAINER_LISTS
+            if path and (in_list or _is_container(current) or (_is_model_spec(current) and path[-1] != "spec")):
+                found.append((current, path))
                 continue
-            stack.extend((value, depth + 1) for value in reversed(list(current.values())))
+            stack.extend((value, [*path, str(key)]) for key, value in reversed(list(current.items())))
         elif isinstance(current, LineList):
-            stack.extend((value, depth + 1) for value in reversed(current))
+            stack.extend((value, [*path, str(index)]) for index, value in reversed(list(enumerate(current))))
     return found
 
 
@@ -225,18 +243,15 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
         kind = str(obj.get("kind") or "Object")
         metadata = obj.get("metadata")
         object_name = str(metadata.get("name") or "unnamed") if isinstance(metadata, dict) else "unnamed"
-        for pod in _pod_specs(obj):
-            for list_key in _CONTAINER_LISTS:
-                containers = pod.get(list_key)
-                if not isinstance(containers, list):
-                    continue
-                for index, container in enumerate(containers):
-                    if not isinstance(container, LineDict):
-                        continue
-                    container_name = str(container.get("name") or f"{list_key}[{index}]")
-                    section = "initContainer" if list_key == "initContainers" else "container"
-                    name = f"k8s/{kind}/{object_name}/{section}/{container_name}"
-                    found, notes = _container(container, name, file, base_dir, configs, config_data=config_data)
-                    deployments.extend(found)
-                    findings.extend(notes)
+        for container, path in containers(obj):
+            if len(path) >= 2 and path[-2] in _CONTAINER_LISTS:
+                section = "initContainer" if path[-2] == "initContainers" else "container"
+                name = f"k8s/{kind}/{object_name}/{section}/{container.get('name') or f'{path[-2]}[{path[-1]}]'}"
+            else:
+                name = f"k8s/{kind}/{object_name}/{'.'.join(path)}"
+            found, notes = _container(container, name, file, base_dir, configs, config_data=config_data)
+            if not found and "image" not in container:
+                continue  # an image-less args mapping that runs no engine is not a container at all
+            deployments.extend(found)
+            findings.extend(notes)
     return deployments, findings
