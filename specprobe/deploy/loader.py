@@ -4,8 +4,10 @@
 script. ``.toml``: specprobe's manifest. YAML/JSON:
 Kubernetes (``apiVersion`` + ``kind``), docker-compose (``services``), specprobe's manifest
 (``deployments``), else vLLM's ``--config`` file (flag-named keys such as ``model``). A folder is
-searched for such files. A file that cannot be read, or is none of these forms, is a SpecprobeError
-(exit 2); bad content in a readable file is a finding.
+searched for such files. A path that does not exist or cannot be read is a SpecprobeError (exit 2);
+a file of another kind is an info finding, broken content (malformed YAML, an unclosed quote) an
+error finding for that file, and the other files are still read. An input with nothing in it
+(empty, only comments) is EmptyInputError.
 """
 
 from __future__ import annotations
@@ -29,6 +31,22 @@ class UnrecognisedFileError(SpecprobeError):
     """The file is readable but none of the deployment forms specprobe reads."""
 
 
+class EmptyInputError(SpecprobeError):
+    """The input holds nothing but blanks and comments (an empty file, a failed ``helm template |``)."""
+
+
+class CannotReadError(SpecprobeError):
+    """The path cannot be read at all (missing, a permission refused): the run itself cannot go on."""
+
+
+def is_blank(text: str) -> bool:
+    """Only blank lines, comments and YAML document markers: nothing a deployment could be read from."""
+    return all(
+        not line.strip() or line.lstrip().startswith("#") or line.strip() in ("---", "...")
+        for line in text.splitlines()
+    )
+
+
 def _read(path: Path, shown: str) -> str:
     try:
         size = path.stat().st_size
@@ -36,7 +54,7 @@ def _read(path: Path, shown: str) -> str:
             raise SpecprobeError(f"{shown}: larger than {MAX_BYTES // (1024 * 1024)} MiB, not a deployment file")
         data = path.read_bytes()
     except OSError as exc:
-        raise SpecprobeError(f"cannot read {shown}: {exc.strerror or exc}") from None
+        raise CannotReadError(f"cannot read {shown}: {exc.strerror or exc}") from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -98,13 +116,13 @@ def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
         return manifest.parse_manifest(documents[0], shown, base_dir)
     if vllm_config.is_vllm_config(documents):
         return vllm_config.parse_vllm_config(documents, shown, base_dir)
-    raise UnrecognisedFileError(
-        f"{shown}: not a Kubernetes manifest, compose file, vLLM config or specprobe manifest"
-    )
+    raise UnrecognisedFileError(f"{shown}: not a Kubernetes manifest, compose file, vLLM config or specprobe manifest")
 
 
 def _load_file(path: Path, shown: str, text: str | None = None) -> tuple[list[Deployment], list[Finding]]:
     text = _read(path, shown) if text is None else text
+    if is_blank(text):
+        raise EmptyInputError(f"{shown}: empty (only blanks and comments)")
     base_dir = path.parent
     suffix = path.suffix.lower()
     from specprobe.deploy.dockerfile import is_dockerfile, parse_dockerfile
@@ -130,26 +148,68 @@ def _load_file(path: Path, shown: str, text: str | None = None) -> tuple[list[De
     return deployments, findings
 
 
-def load_deployments(path: str) -> tuple[list[Deployment], list[Finding]]:
-    """The deployments in ``path`` (a file, or a folder searched for deployment files) and the findings
-    about its content; SpecprobeError when it cannot be read."""
+def _file_finding(exc: SpecprobeError, shown: str) -> Finding:
+    """What a named file that cannot be read as a deployment becomes: an error for that file when its
+    content is broken (malformed YAML, an unclosed quote), info when it is simply another kind of file
+    (a kustomize patch, a values file) — the other files are still gated."""
+    if isinstance(exc, UnrecognisedFileError):
+        note = rules.NO_LAUNCH.finding(f"{exc}: no launch read from it", location=shown)
+    else:
+        message = str(exc)
+        note = rules.VALUE.finding(
+            message if message.startswith(shown) else f"{shown}: {message}",
+            location=shown,
+            hint="Fix the file's syntax; nothing in it was gated.",
+        )
+    note.file, note.line = shown, _error_line(str(exc), shown)
+    return note
+
+
+def _error_line(message: str, shown: str) -> int:
+    """The line a parser's message names (``FILE:LINE: ...``), else 1."""
+    rest = message[len(shown) + 1 :] if message.startswith(shown + ":") else ""
+    number = rest.split(":", 1)[0]
+    return int(number) if number.isdigit() else 1
+
+
+def load_deployments(path: str, *, stdin_name: str | None = None) -> tuple[list[Deployment], list[Finding]]:
+    """The deployments in ``path`` (a file, ``-`` for stdin, or a folder searched for deployment files)
+    and the findings about its content. A file whose content is broken or of another kind is a finding
+    for that file; EmptyInputError for an input with nothing in it, CannotReadError (a SpecprobeError)
+    for a path that does not exist or cannot be read. ``stdin_name`` names stdin in locations and tells
+    its form (``Dockerfile``, ``serve.sh``)."""
     if path == "-":
-        # `helm template . | specprobe gate -`: the form is told by the content; paths resolve from here.
+        # `helm template . | specprobe gate -`: the form is told by the content (or by stdin_name);
+        # relative paths resolve from here.
+        shown = stdin_name or "<stdin>"
         data = sys.stdin.buffer.read(MAX_BYTES + 1)
         if len(data) > MAX_BYTES:
-            raise SpecprobeError(f"<stdin>: larger than {MAX_BYTES // (1024 * 1024)} MiB, not a deployment file")
+            raise SpecprobeError(f"{shown}: larger than {MAX_BYTES // (1024 * 1024)} MiB, not a deployment file")
         try:
             text = data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise SpecprobeError("<stdin>: not UTF-8 text") from None
-        return _load_file(Path.cwd() / "stdin", "<stdin>", text)
+            raise SpecprobeError(f"{shown}: not UTF-8 text") from None
+        if is_blank(text):
+            raise EmptyInputError("no input")
+        virtual = Path.cwd() / (stdin_name or "stdin")
+        try:
+            return _load_file(virtual, shown, text)
+        except (EmptyInputError, CannotReadError):
+            raise
+        except SpecprobeError as exc:
+            return [], [_file_finding(exc, shown)]
     given = Path(path).expanduser()
     if not given.exists():
-        raise SpecprobeError(f"{path} does not exist")
+        raise CannotReadError(f"{path} does not exist")
     if given.is_file():
-        return _load_file(given, path)
+        try:
+            return _load_file(given, path)
+        except (EmptyInputError, CannotReadError):
+            raise
+        except SpecprobeError as exc:
+            return [], [_file_finding(exc, path)]
     if not given.is_dir():
-        raise SpecprobeError(f"{path} is not a file")
+        raise CannotReadError(f"{path} is not a file")
     from specprobe.deploy.dockerfile import is_dockerfile
 
     deployments: list[Deployment] = []
@@ -164,8 +224,8 @@ def load_deployments(path: str) -> tuple[list[Deployment], list[Finding]]:
     for file in files:
         try:
             found, notes = _load_file(file, str(file))
-        except UnrecognisedFileError:
-            continue  # in a folder, files of other kinds are simply not deployment files
+        except (UnrecognisedFileError, EmptyInputError):
+            continue  # in a folder, files of other kinds (or empty ones) are simply not deployment files
         except SpecprobeError as exc:
             # Named explicitly, a broken file stops the run; found in a folder (a chart's unrendered
             # templates, say) it is reported and the other files are still gated.
