@@ -13,7 +13,6 @@ from specprobe.deploy.kubernetes import expand_references
 from specprobe.deploy.loader import CannotReadError, EmptyInputError, load_deployments
 from specprobe.deploy.model import VersionSource
 from specprobe.deploy.shell import split_commands
-from specprobe.findings import SpecprobeError
 
 from .conftest import line_of
 
