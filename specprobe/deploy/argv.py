@@ -111,9 +111,10 @@ def parse_command(argv: list[str]) -> ServeCommand:
         name, eq, inline = token.partition("=")
         flag = normalise_flag(name)
         value: str | None = inline if eq else None
-        if flag in launcher.own_flags:
+        negated = "--" + flag[5:] if flag.startswith("--no-") else None
+        if flag in launcher.own_flags or (negated in launcher.own_flags and not launcher.own_flags[negated]):
             # The launcher's own flag (a Dynamo worker's --endpoint): never handed to the engine.
-            takes = launcher.own_flags[flag] and not eq and i + 1 < len(argv)
+            takes = launcher.own_flags.get(flag, False) and not eq and i + 1 < len(argv)
             command.launcher_flags[flag] = argv[i + 1] if takes else value
             i += 2 if takes else 1
             continue
