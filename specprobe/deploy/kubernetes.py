@@ -85,7 +85,7 @@ def containers(node: Any) -> list[tuple[LineDict, list[str]]]:
     return found
 
 
-def _strings(
+def container_words(
     container: LineDict, key: str, name: str, problems: list[Finding]
 ) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]] | None:
     """A container's command or args as strings with their lines; a wrong type is a finding."""
@@ -157,8 +157,8 @@ def _container(
     problems: list[Finding] = []
     image = container.get("image") if isinstance(container.get("image"), str) else None
     env = _environment(container, config_data)
-    command = _strings(container, "command", name, problems)
-    args = _strings(container, "args", name, problems)
+    command = container_words(container, "command", name, problems)
+    args = container_words(container, "args", name, problems)
     words: list[str] = []
     lines: list[int | None] = []
     origins: dict[int, tuple[int, bool]] = {}

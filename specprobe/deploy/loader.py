@@ -102,7 +102,7 @@ def _toml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
 
 
 def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
-    from specprobe.deploy import compose, kubernetes, manifest, vllm_config
+    from specprobe.deploy import compose, kubernetes, llmd, manifest, recipes, vllm_config
     from specprobe.deploy.yamlsource import load_documents
 
     documents = [d for d in load_documents(text, shown) if d is not None]
@@ -114,6 +114,10 @@ def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
         return compose.parse_compose(documents, shown, base_dir)
     if manifest.is_manifest(documents):
         return manifest.parse_manifest(documents[0], shown, base_dir)
+    if recipes.is_vllm_recipe(documents):
+        return recipes.parse_vllm_recipe(documents, shown, base_dir)
+    if llmd.is_modelservice_values(documents):
+        return llmd.parse_modelservice_values(documents, shown, base_dir)
     if vllm_config.is_vllm_config(documents):
         return vllm_config.parse_vllm_config(documents, shown, base_dir)
     raise UnrecognisedFileError(f"{shown}: not a Kubernetes manifest, compose file, vLLM config or specprobe manifest")
