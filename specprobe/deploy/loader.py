@@ -17,6 +17,7 @@ import tomllib
 from pathlib import Path
 
 from specprobe.deploy.model import Deployment
+from specprobe.deploy.render import NotRenderedError, RenderRoot, render, render_root
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import deploy as rules
 
@@ -102,18 +103,27 @@ def _toml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
 
 
 def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
-    from specprobe.deploy import compose, kubernetes, llmd, manifest, recipes, vllm_config
+    from specprobe.deploy import compose, kubernetes, llmd, manifest, rayserve, recipes, skypilot, vllm_config
     from specprobe.deploy.yamlsource import load_documents
 
     documents = [d for d in load_documents(text, shown) if d is not None]
     if not documents:
         return [], []  # empty or comments only (a chart rendered with everything off): nothing launches
+    ray = rayserve.llm_configs(documents)
+    if ray:
+        deployments, findings = rayserve.parse_llm_configs(ray, shown, base_dir)
+        if kubernetes.is_kubernetes(documents):  # a KubeRay RayService: its containers are read too
+            more, notes = kubernetes.parse_kubernetes(documents, shown, base_dir)
+            deployments, findings = [*deployments, *more], [*findings, *notes]
+        return deployments, findings
     if kubernetes.is_kubernetes(documents):
         return kubernetes.parse_kubernetes(documents, shown, base_dir)
     if compose.is_compose(documents):
         return compose.parse_compose(documents, shown, base_dir)
     if manifest.is_manifest(documents):
         return manifest.parse_manifest(documents[0], shown, base_dir)
+    if skypilot.is_skypilot_task(documents):
+        return skypilot.parse_skypilot_task(documents, shown, base_dir)
     if recipes.is_vllm_recipe(documents):
         return recipes.parse_vllm_recipe(documents, shown, base_dir)
     if llmd.is_modelservice_values(documents):
@@ -150,6 +160,30 @@ def _load_file(path: Path, shown: str, text: str | None = None) -> tuple[list[De
         note.file, note.line = shown, 1
         findings.append(note)
     return deployments, findings
+
+
+_KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def _rendered(root: RenderRoot, shown: str) -> tuple[list[Deployment], list[Finding]]:
+    """A chart or overlay as its tool renders it; without the tool, one info finding that says so."""
+    try:
+        text = render(root)
+    except NotRenderedError as exc:
+        note = rules.NOT_EXAMINED.finding(str(exc), location=shown)
+        note.file, note.line = shown, 1
+        return [], [note]
+    except SpecprobeError as exc:
+        return [], [_file_finding(exc, shown)]
+    rendered = f"{shown} ({root.tool} rendered)"
+    if is_blank(text):
+        note = rules.NO_LAUNCH.finding(f"{rendered}: renders no manifest", location=shown)
+        note.file, note.line = shown, 1
+        return [], [note]
+    try:
+        return _yaml(text, rendered, root.folder)
+    except SpecprobeError as exc:
+        return [], [_file_finding(exc, rendered)]
 
 
 def _file_finding(exc: SpecprobeError, shown: str) -> Finding:
@@ -205,6 +239,10 @@ def load_deployments(path: str, *, stdin_name: str | None = None) -> tuple[list[
     given = Path(path).expanduser()
     if not given.exists():
         raise CannotReadError(f"{path} does not exist")
+    if given.is_file() and (given.name == "Chart.yaml" or given.name in _KUSTOMIZATIONS):
+        given, path = given.parent, str(given.parent)  # a chart or overlay is gated as rendered
+    if given.is_dir() and render_root(given) is not None:
+        return _rendered(render_root(given), path)  # type: ignore[arg-type]
     if given.is_file():
         try:
             return _load_file(given, path)
@@ -218,12 +256,21 @@ def load_deployments(path: str, *, stdin_name: str | None = None) -> tuple[list[
 
     deployments: list[Deployment] = []
     findings: list[Finding] = []
+    roots = sorted({p.parent for p in given.rglob("*") if p.name == "Chart.yaml" or p.name in _KUSTOMIZATIONS})
+    roots = [root for root in roots if not any(part.startswith(".") for part in root.relative_to(given).parts)]
+    for root in roots:
+        found_roots = render_root(root)
+        if found_roots is not None:
+            made, notes = _rendered(found_roots, str(root))
+            deployments.extend(made)
+            findings.extend(f for f in notes if f.rule != rules.NO_LAUNCH.id)
     files = sorted(
         p
         for p in given.rglob("*")
         if p.is_file()
         and (p.suffix.lower() in _SUFFIXES or is_dockerfile(p))
         and not any(part.startswith(".") for part in p.relative_to(given).parts)
+        and not any(root in p.parents for root in roots)  # a chart's templates are read rendered only
     )[:MAX_FILES]
     for file in files:
         try:
