@@ -40,6 +40,8 @@ _VARIABLE = re.compile(
 UNEXPANDED = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(|[@*0-9])")
 MAX_WORDS = 200_000
 _MAX_CALL_DEPTH = 8
+# `x=$2`, `x="${OPTARG}"`: a value that is one reference and nothing else (argument parsing).
+_SOLE_REFERENCE = re.compile(r'^"?\$(\{[A-Za-z0-9_@*#?]+\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*])"?$')
 _DECLARATIONS = frozenset({"export", "local", "readonly", "declare", "typeset"})
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BRACED = re.compile(
@@ -158,19 +160,24 @@ def _keyword_at(text: str, i: int, word: str) -> bool:
 class _Rewrite:
     text: str
     arrays: dict[int, tuple[str, bool]] = field(default_factory=dict)  # offset of NAME -> (name, append)
+    case_groups: set[int] = field(default_factory=set)  # offsets of the `{` that stands for a `case`
 
 
 def _rewrite(text: str) -> _Rewrite:
     """``text`` with the constructs bashlex lacks rewritten in place (same length, same newlines)."""
     chars = list(text)
     arrays: dict[int, tuple[str, bool]] = {}
+    case_groups: set[int] = set()
     case_depth: list[str] = []  # per open case: "pattern" (a pattern comes next) or "body"
     i = 0
     n = len(text)
     while i < n:
         char = text[i]
         if char in "'\"\\":
-            i = _skip_quoted(text, i)
+            end = _skip_quoted(text, i)
+            if char == '"':
+                _rewrite_arithmetic(text, chars, i + 1, end)
+            i = end
             continue
         if char == "#" and _at_word_start(text, i):
             end = text.find("\n", i)
@@ -228,6 +235,7 @@ def _rewrite(text: str) -> _Rewrite:
                 header = re.compile(r"case\s+(?:\"[^\"]*\"|'[^']*'|\S)+\s+in(?=[\s;])").match(text, i)
                 if header:
                     _blank(chars, i, header.end(), "{")
+                    case_groups.add(i)
                     case_depth.append("pattern")
                     i = header.end()
                     continue
@@ -243,7 +251,18 @@ def _rewrite(text: str) -> _Rewrite:
             i += length
             continue
         i += 1
-    return _Rewrite("".join(chars), arrays)
+    return _Rewrite("".join(chars), arrays, case_groups)
+
+
+def _rewrite_arithmetic(text: str, chars: list[str], start: int, end: int) -> None:
+    """``$(( ... ))`` inside a double-quoted string becomes ``0`` (bashlex does not implement it)."""
+    at = text.find("$((", start, end)
+    while at >= 0:
+        close = _closing(text, at + 3, "(", ")", depth=2)
+        if close < 0 or close >= end:
+            return
+        _blank(chars, at, close + 1, "0")
+        at = text.find("$((", close + 1, end)
 
 
 def _separator(chars: list[str], i: int) -> str:
@@ -528,6 +547,11 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.calls: list[str] = []
         self.words = 0
+        # Inside a branch or loop body that may not run (if/case/for/while): an assignment there whose
+        # value is unknown (`model=$2` in an argument-parsing loop) keeps the non-empty value known
+        # before it.
+        self.conditional = 0
+        self.case_groups = rewrite.case_groups
 
     def walk(self, node: Any, positional: list[str] | None) -> None:
         kind = getattr(node, "kind", None)
@@ -542,8 +566,16 @@ class _Walker:
         if kind in ("word", "reservedword", "operator", "pipe", "redirect", "heredoc", "tilde", "parameter"):
             return
         children = getattr(node, "parts", None) or getattr(node, "list", None) or []
-        for child in children:
-            self.walk(child, positional)
+        first: Any = children[0] if children else None
+        branch = kind in ("if", "for", "while", "until") or (
+            kind == "compound" and getattr(first, "kind", None) == "reservedword" and first.pos[0] in self.case_groups
+        )
+        self.conditional += branch
+        try:
+            for child in children:
+                self.walk(child, positional)
+        finally:
+            self.conditional -= branch
 
     def _raw(self, node: Any) -> str:
         start, end = node.pos
@@ -568,6 +600,15 @@ class _Walker:
             return
         value = expander.string(value_raw)
         old = self.scope.get(name)
+        if (
+            self.conditional
+            and old is not None
+            and old.scalar
+            and _SOLE_REFERENCE.match(value_raw)
+            and UNEXPANDED.search(value)
+            and not UNEXPANDED.search(old.scalar)
+        ):
+            return  # an empty default (`eagle_path=""`) does give way: the branch is what sets it
         if append and old is not None:
             value = old.scalar + value
         self.scope[name] = _Value([value], [line])
