@@ -99,6 +99,7 @@ def parse_command(argv: list[str]) -> ServeCommand:
     launcher, start, env = detected
     engine = launcher.engine
     command = ServeCommand(engine=engine, model=None, env=env, launcher=launcher.name)
+    launcher_positions: dict[str, int] = {}
     i = start
     if engine == "vllm" and i < len(argv) and not argv[i].startswith("-"):
         command.model, command.model_index = argv[i], i
@@ -116,6 +117,7 @@ def parse_command(argv: list[str]) -> ServeCommand:
             # The launcher's own flag (a Dynamo worker's --endpoint): never handed to the engine.
             takes = launcher.own_flags.get(flag, False) and not eq and i + 1 < len(argv)
             command.launcher_flags[flag] = argv[i + 1] if takes else value
+            launcher_positions[flag] = i + 1 if takes else i
             i += 2 if takes else 1
             continue
         if not eq:
@@ -134,6 +136,12 @@ def parse_command(argv: list[str]) -> ServeCommand:
         command.positions[flag] = i
         command.value_positions[flag] = i
         i += 1
+    if command.model is None:
+        for flag in launcher.model_flags:
+            if command.launcher_flags.get(flag):
+                command.model = command.launcher_flags[flag]
+                command.model_index = launcher_positions.get(flag)
+                break
     if command.model is None:
         for flag in ("--model-path", "--model"):
             if command.get(flag):

@@ -18,6 +18,7 @@ from specprobe.deploy.launch import (
     ContainerRun,
     container_deployments,
 )
+from specprobe.deploy.launchers import launchers
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line, load_documents, relocate
 from specprobe.findings import Finding, SpecprobeError
@@ -145,6 +146,13 @@ def _device(container: LineDict) -> str | None:
     return None
 
 
+def _format_entrypoint(container: LineDict) -> tuple[str, ...] | None:
+    """The entrypoint of the runtime serving ``modelFormat.name`` (data/launchers.yaml), if known."""
+    model_format = container.get("modelFormat")
+    name = model_format.get("name") if isinstance(model_format, dict) else None
+    return launchers().model_formats.get(str(name).lower()) if isinstance(name, str) else None
+
+
 def _container(
     container: LineDict,
     name: str,
@@ -162,6 +170,11 @@ def _container(
     words: list[str] = []
     lines: list[int | None] = []
     origins: dict[int, tuple[int, bool]] = {}
+    runtime = _format_entrypoint(container) if image is None and command is None else None
+    if runtime is not None:
+        # KServe's predictor.model: the runtime chosen for the model format runs these arguments.
+        line = container.line_of("modelFormat")
+        command = (list(runtime), [line] * len(runtime), {})
     for part in (command, args):
         if part is not None:
             for index, origin in part[2].items():

@@ -35,6 +35,7 @@ class EngineLauncher:
     module: str | None = None
     subcommand: tuple[str, ...] = ()
     own_flags: dict[str, bool] = field(default_factory=dict)  # flag -> takes a value
+    model_flags: tuple[str, ...] = ()  # flags naming the model, before the engine's --model/--model-path
     evidence: str | None = None
 
 
@@ -57,6 +58,7 @@ class Wrapper:
 class Launchers:
     engines: tuple[EngineLauncher, ...]
     wrappers: tuple[Wrapper, ...]
+    model_formats: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _data(name: str) -> str:
@@ -86,6 +88,7 @@ def launchers() -> Launchers:
             module=entry.get("module"),
             subcommand=tuple(str(entry.get("subcommand", "")).split()),
             own_flags={flag: kind == "value" for flag, kind in (entry.get("own_flags") or {}).items()},
+            model_flags=tuple(entry.get("model_flags") or ()),
             evidence=entry.get("evidence"),
         )
         for entry in raw["engines"]
@@ -104,7 +107,8 @@ def launchers() -> Launchers:
         )
         for entry in raw["wrappers"]
     )
-    return Launchers(engines, wrappers)
+    formats = {str(name): tuple(words) for name, words in (raw.get("model_formats") or {}).items()}
+    return Launchers(engines, wrappers, formats)
 
 
 def python_module(argv: list[str], start: int) -> tuple[str, int] | None:
