@@ -40,6 +40,8 @@ _VARIABLE = re.compile(
 UNEXPANDED = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(|[@*0-9])")
 MAX_WORDS = 200_000
 _MAX_CALL_DEPTH = 8
+_MAX_LOOP = 16  # a `for` body is read once per word, for this many words at most
+_EACH = re.compile(r"\$@|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
 # `x=$2`, `x="${OPTARG}"`: a value that is one reference and nothing else (argument parsing).
 _SOLE_REFERENCE = re.compile(r'^"?\$(\{[A-Za-z0-9_@*#?]+\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*])"?$')
 _DECLARATIONS = frozenset({"export", "local", "readonly", "declare", "typeset"})
@@ -137,14 +139,19 @@ def _closing(text: str, i: int, opener: str, closer: str, depth: int = 1) -> int
     return -1
 
 
-def _blank(chars: list[str], start: int, end: int, replacement: str = "") -> None:
-    """Overwrite ``chars[start:end]`` with ``replacement`` then spaces, keeping newlines where they are."""
+# Fills the rest of a rewritten word (`$((1 + 2))` -> `0` and fillers): bashlex keeps it inside the word,
+# word expansion drops it, so a rewrite inside quotes adds no blanks.
+_FILLER = "\x02"
+
+
+def _blank(chars: list[str], start: int, end: int, replacement: str = "", filler: str = " ") -> None:
+    """Overwrite ``chars[start:end]`` with ``replacement`` then ``filler``, keeping newlines where they are."""
     for k in range(start, end):
         offset = k - start
         if offset < len(replacement):
             chars[k] = replacement[offset]
         elif chars[k] != "\n":
-            chars[k] = " "
+            chars[k] = filler
 
 
 def _at_word_start(text: str, i: int) -> bool:
@@ -189,7 +196,7 @@ def _rewrite(text: str) -> _Rewrite:
         if char == "$" and text.startswith("$((", i):
             end = _closing(text, i + 3, "(", ")", depth=2)
             if end > 0:
-                _blank(chars, i, end + 1, "0")
+                _blank(chars, i, end + 1, "0", _FILLER)
                 i = end + 1
                 continue
         if _at_word_start(text, i):
@@ -261,7 +268,7 @@ def _rewrite_arithmetic(text: str, chars: list[str], start: int, end: int) -> No
         close = _closing(text, at + 3, "(", ")", depth=2)
         if close < 0 or close >= end:
             return
-        _blank(chars, at, close + 1, "0")
+        _blank(chars, at, close + 1, "0", _FILLER)
         at = text.find("$((", close + 1, end)
 
 
@@ -348,6 +355,7 @@ class _Expander:
         self.scope = scope
         self.positional = positional
         self.split = True  # false while expanding an assignment's value: quotes removed, no splitting
+        self._empty_each = False  # the last "${A[@]}" / "$@" had no element
 
     def fields(self, raw: str) -> list[_Field]:
         fields: list[_Field] = [_Field()]
@@ -374,7 +382,9 @@ class _Expander:
         n = len(raw)
         while i < n:
             char = raw[i]
-            if char == "\\":
+            if char == _FILLER:
+                i += 1
+            elif char == "\\":
                 nxt = raw[i + 1 : i + 2]
                 if quoted and nxt not in ('"', "\\", "$", "`", "\n"):
                     self._add(fields, char + nxt)
@@ -391,8 +401,10 @@ class _Expander:
                 while end < n and raw[end] != '"':
                     end += 2 if raw[end] == "\\" else 1
                 inner = raw[i + 1 : end]
-                fields[-1].exists = True
+                existed, fields[-1].exists = fields[-1].exists, True
                 self._expand(inner, fields, quoted=True)
+                if _EACH.fullmatch(inner) and not fields[-1].text and self._empty_each:
+                    fields[-1].exists = existed  # "${A[@]}" of an empty array is no word at all
                 i = end + 1
             elif char == "$" and i + 1 < n:
                 i = self._dollar(raw, i, fields, quoted=quoted)
@@ -461,6 +473,7 @@ class _Expander:
         """Append an expansion: quoted ``"${A[@]}"`` gives one field per element, quoted otherwise one
         string, unquoted is split at blanks."""
         if quoted and value.array and each:
+            self._empty_each = not value.items
             for index, item in enumerate(value.items):
                 if index > 0:
                     fields.append(_Field())
@@ -565,6 +578,9 @@ class _Walker:
             return
         if kind in ("word", "reservedword", "operator", "pipe", "redirect", "heredoc", "tilde", "parameter"):
             return
+        if kind == "for":
+            self._for(node, positional)
+            return
         children = getattr(node, "parts", None) or getattr(node, "list", None) or []
         first: Any = children[0] if children else None
         branch = kind in ("if", "for", "while", "until") or (
@@ -576,6 +592,32 @@ class _Walker:
                 self.walk(child, positional)
         finally:
             self.conditional -= branch
+
+    def _for(self, node: Any, positional: list[str] | None) -> None:
+        """``for NAME in WORDS; do BODY; done``: the body once per word (a few at most), NAME set."""
+        parts = list(node.parts)
+        names = [p for p in parts if getattr(p, "kind", None) == "word"]
+        name = names[0].word if names else None
+        in_at = next(
+            (k for k, p in enumerate(parts) if getattr(p, "kind", None) == "reservedword" and p.word == "in"), None
+        )
+        items: list[tuple[str, int]] = []
+        if in_at is not None:
+            expander = _Expander(self.scope, positional)
+            for part in parts[in_at + 1 :]:
+                if getattr(part, "kind", None) != "word":
+                    break
+                items.extend((f.text, self.line_at(part.pos[0])) for f in expander.fields(self._raw(part)))
+        body = [p for p in parts if getattr(p, "kind", None) not in ("word", "reservedword")]
+        self.conditional += 1
+        try:
+            for item, line in items[:_MAX_LOOP] or [("", 0)]:
+                if name is not None and line:
+                    self.scope[name] = _Value([item], [line])
+                for child in body:
+                    self.walk(child, positional)
+        finally:
+            self.conditional -= 1
 
     def _raw(self, node: Any) -> str:
         start, end = node.pos
