@@ -115,6 +115,11 @@ def _skip_quoted(text: str, i: int) -> int:
             continue
         if text[j] == '"':
             return j + 1
+        if text.startswith("$(", j):
+            # "$(cd "$(dirname x)" && pwd)": quotes inside a substitution do not end the string.
+            close = _closing(text, j + 2, "(", ")")
+            j = len(text) if close < 0 else close + 1
+            continue
         j += 1
     return len(text)
 
@@ -166,6 +171,20 @@ class _Rewrite:
     text: str
     arrays: dict[int, tuple[str, bool]] = field(default_factory=dict)  # offset of NAME -> (name, append)
     case_groups: set[int] = field(default_factory=set)  # offsets of the `{` that stands for a `case`
+    # Spans of command substitutions `$(...)`, hidden from bashlex (it stumbles on nested quotes in
+    # them) and given back as written when a word is expanded: their output is never known here.
+    substitutions: list[tuple[int, int]] = field(default_factory=list)
+
+    def original(self, source: str, start: int, end: int) -> str:
+        """``self.text[start:end]`` with the substitutions inside it as ``source`` wrote them."""
+        chunk = self.text[start:end]
+        inside = [(a, b) for a, b in self.substitutions if start <= a and b <= end]
+        if not inside:
+            return chunk
+        pieces = list(chunk)
+        for a, b in inside:
+            pieces[a - start : b - start] = source[a:b]
+        return "".join(pieces)
 
 
 def _rewrite(text: str) -> _Rewrite:
@@ -173,6 +192,7 @@ def _rewrite(text: str) -> _Rewrite:
     chars = list(text)
     arrays: dict[int, tuple[str, bool]] = {}
     case_groups: set[int] = set()
+    substitutions: list[tuple[int, int]] = []
     case_depth: list[str] = []  # per open case: "pattern" (a pattern comes next) or "body"
     i = 0
     n = len(text)
@@ -182,6 +202,7 @@ def _rewrite(text: str) -> _Rewrite:
             end = _skip_quoted(text, i)
             if char == '"':
                 _rewrite_arithmetic(text, chars, i + 1, end)
+                _hide_substitutions(text, chars, i + 1, end, substitutions)
             i = end
             continue
         if char == "#" and _at_word_start(text, i):
@@ -189,12 +210,19 @@ def _rewrite(text: str) -> _Rewrite:
             i = n if end < 0 else end
             continue
         if char == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
-            i = _skip_heredoc(text, i)
+            i = _skip_heredoc(text, i, chars)
             continue
         if char == "$" and text.startswith("$((", i):
             end = _closing(text, i + 3, "(", ")", depth=2)
             if end > 0:
                 _blank(chars, i, end + 1, "0", _FILLER)
+                i = end + 1
+                continue
+        if char == "$" and text.startswith("$(", i) and not text.startswith("$((", i):
+            end = _closing(text, i + 2, "(", ")")
+            if end > 0:
+                _blank(chars, i + 2, end, "", _FILLER)
+                substitutions.append((i, end + 1))
                 i = end + 1
                 continue
         if _at_word_start(text, i):
@@ -256,7 +284,24 @@ def _rewrite(text: str) -> _Rewrite:
             i += length
             continue
         i += 1
-    return _Rewrite("".join(chars), arrays, case_groups)
+    return _Rewrite("".join(chars), arrays, case_groups, substitutions)
+
+
+def _hide_substitutions(
+    text: str, chars: list[str], start: int, end: int, substitutions: list[tuple[int, int]]
+) -> None:
+    """``$( ... )`` inside a double-quoted string: its inside becomes filler (see ``_Rewrite``)."""
+    at = text.find("$(", start, end)
+    while at >= 0:
+        if text.startswith("$((", at):
+            at = text.find("$(", at + 3, end)
+            continue
+        close = _closing(text, at + 2, "(", ")")
+        if close < 0 or close >= end:
+            return
+        _blank(chars, at + 2, close, "", _FILLER)
+        substitutions.append((at, close + 1))
+        at = text.find("$(", close + 1, end)
 
 
 def _rewrite_arithmetic(text: str, chars: list[str], start: int, end: int) -> None:
@@ -301,26 +346,49 @@ def _blank_array_body(text: str, chars: list[str], start: int, end: int) -> None
         j += 1
 
 
-def _skip_heredoc(text: str, i: int) -> int:
-    """Index after the body of the heredoc whose ``<<`` is at ``i`` (bashlex reads the body itself)."""
+def _skip_heredoc(text: str, i: int, chars: list[str]) -> int:
+    """Index after the body of the heredoc whose ``<<`` is at ``i``. The body is blanked (its lines
+    kept): it is data, never a command, and bashlex misreads some bodies inside functions."""
     match = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z0-9_.-]+)\2").match(text, i)
     if match is None:
         return i + 2
     strip_tabs, delimiter = match.group(1) == "-", match.group(3)
+    if match.group(2):
+        # <<"EOF" / <<'EOF': bashlex waits for the quotes as part of the delimiter; the quotes only
+        # turn expansion off in a body that is blanked anyway.
+        chars[match.start(2)] = chars[match.end(3)] = " "
     line_end = text.find("\n", match.end())
     if line_end < 0:
         return len(text)
-    position = line_end + 1
+    # The rest of the heredoc's command line is scanned as usual; the body starts on the next line.
+    rest_end = _rewrite_line(text, chars, match.end(), line_end)
+    position = rest_end + 1
     while position < len(text):
         next_end = text.find("\n", position)
-        line = text[position : next_end if next_end >= 0 else len(text)]
+        stop = next_end if next_end >= 0 else len(text)
+        line = text[position:stop]
         if (line.lstrip("\t") if strip_tabs else line) == delimiter:
-            # The rest of the heredoc's command line is still scanned; its body is not.
-            return position + len(line)
+            return stop
+        _blank(chars, position, stop)
         if next_end < 0:
             return len(text)
         position = next_end + 1
     return len(text)
+
+
+def _rewrite_line(text: str, chars: list[str], start: int, end: int) -> int:
+    """The end of the heredoc's command line (after ``<<EOF``), past any quoted string that spans lines."""
+    j = start
+    while j < end:
+        if text[j] in "'\"":
+            after = _skip_quoted(text, j)
+            if after > end:
+                end = text.find("\n", after)
+                end = len(text) if end < 0 else end
+            j = after
+            continue
+        j += 1
+    return end
 
 
 # --- expanding words as bash does --------------------------------------------------------------------
@@ -337,6 +405,38 @@ class _Value:
     @property
     def scalar(self) -> str:
         return " ".join(self.items) if self.array else (self.items[0] if self.items else "")
+
+
+def _split_fields(value: str) -> list[str]:
+    """Word splitting of an unquoted expansion at blanks, except inside what is left as written
+    (``$(...)``, ``${...}``, backticks): their output is not known, so it is not split."""
+    pieces: list[str] = []
+    current: list[str] = []
+    depth = 0
+    in_backticks = False
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if char == "`":
+            in_backticks = not in_backticks
+        elif value.startswith(("$(", "${"), i):
+            depth += 1
+            current.append(value[i : i + 2])
+            i += 2
+            continue
+        elif char in ")}" and depth:
+            depth -= 1
+        elif char.isspace() and not depth and not in_backticks:
+            if current:
+                pieces.append("".join(current))
+                current = []
+            i += 1
+            continue
+        current.append(char)
+        i += 1
+    if current:
+        pieces.append("".join(current))
+    return pieces
 
 
 @dataclass
@@ -395,9 +495,7 @@ class _Expander:
                 self._add(fields, raw[i + 1 : end])
                 i = end + 1
             elif char == '"' and not quoted:
-                end = i + 1
-                while end < n and raw[end] != '"':
-                    end += 2 if raw[end] == "\\" else 1
+                end = _skip_quoted(raw, i) - 1
                 inner = raw[i + 1 : end]
                 existed, fields[-1].exists = fields[-1].exists, True
                 self._expand(inner, fields, quoted=True)
@@ -488,7 +586,7 @@ class _Expander:
         for index, item in enumerate(value.items if value.array else [value.scalar]):
             if index > 0 and fields[-1].exists:
                 fields.append(_Field())
-            pieces = item.split()
+            pieces = _split_fields(item)
             if item[:1].isspace() and fields[-1].exists:
                 fields.append(_Field())
             for number, piece in enumerate(pieces):
@@ -549,7 +647,9 @@ class _Expander:
 
 
 class _Walker:
-    def __init__(self, rewrite: _Rewrite, line_at: Any, scope: dict[str, _Value]) -> None:
+    def __init__(self, rewrite: _Rewrite, source: str, line_at: Any, scope: dict[str, _Value]) -> None:
+        self.rewrite = rewrite
+        self.source = source
         self.text = rewrite.text
         self.arrays = rewrite.arrays
         self.line_at = line_at
@@ -619,7 +719,7 @@ class _Walker:
 
     def _raw(self, node: Any) -> str:
         start, end = node.pos
-        return str(self.text[start:end])
+        return self.rewrite.original(self.source, start, end)
 
     def _assign(self, raw: str, line: int, expander: _Expander, array_at: int | None, elements: list[Any]) -> None:
         match = _ASSIGNMENT.match(raw)
@@ -712,11 +812,13 @@ class _Walker:
 
 
 class _ParseFailedError(Exception):
-    """bashlex could not read the text (its own ParsingError, or a construct it does not implement)."""
+    """bashlex could not read the text (its own ParsingError, or a construct it does not implement);
+    ``rewritten`` is the text as rewritten for it (heredoc bodies blanked), for the simpler reader."""
 
-    def __init__(self, message: str, offset: int | None) -> None:
+    def __init__(self, message: str, offset: int | None, rewritten: str) -> None:
         super().__init__(message)
         self.offset = offset
+        self.rewritten = rewritten
 
 
 def _parse(text: str, line_at: Any, scope: dict[str, _Value], positional: list[str] | None) -> ShellScript:
@@ -729,13 +831,13 @@ def _parse(text: str, line_at: Any, scope: dict[str, _Value], positional: list[s
     try:
         trees = bashlex.parse(rewrite.text)
     except bashlex.errors.ParsingError as exc:
-        raise _ParseFailedError(exc.message, exc.position) from None
+        raise _ParseFailedError(exc.message, exc.position, rewrite.text) from None
     except (NotImplementedError, AttributeError, IndexError, TypeError, ValueError, KeyError, AssertionError) as exc:
         # bashlex raises these for grammar it does not implement (e.g. `select`, coprocesses).
-        raise _ParseFailedError(str(exc) or type(exc).__name__, None) from None
+        raise _ParseFailedError(str(exc) or type(exc).__name__, None, rewrite.text) from None
     except RecursionError:
-        raise _ParseFailedError("nested too deeply", None) from None
-    walker = _Walker(rewrite, line_at, scope)
+        raise _ParseFailedError("nested too deeply", None, rewrite.text) from None
+    walker = _Walker(rewrite, text, line_at, scope)
     for tree in trees:
         walker.walk(tree, positional)
     return ShellScript(walker.commands)
@@ -760,7 +862,8 @@ def parse_script(
         return _parse(text, line_at, scope, None)
     except _ParseFailedError as failure:
         line = line_at(failure.offset) if failure.offset is not None else first_line
-        commands = _fallback_commands(text, line_at, variables)
+        # The rewritten text keeps every offset; fillers become blanks for shlex.
+        commands = _fallback_commands(failure.rewritten.replace(_FILLER, " "), line_at, variables)
         note = f"bash grammar not read here ({failure}); the script was split into words by a simpler reader"
         return ShellScript(commands, [(note, line)])
     except RecursionError:

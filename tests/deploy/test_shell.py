@@ -53,6 +53,16 @@ def words_of(text: str) -> list[list[str]]:
         ("cat <<EOF > f\nhello \"unclosed $X\nEOF\nvllm serve m # comment\n", [["cat"], ["vllm", "serve", "m"]]),
         ('N=$((2 * 3))\ncmd "$((N + 1))" $N\n', [["cmd", "0", "0"]]),
         ('eval "vllm serve m --x 1"\n', [["vllm", "serve", "m", "--x", "1"]]),
+        # Command substitutions (nested, with quotes) stay as written and are not split inside.
+        (
+            'D="$(cd "$(dirname "$0")" && pwd)"\nA="--m x --p $(get port)"\ncmd $D/m $A\n',
+            [["cmd", '$(cd "$(dirname "$0")" && pwd)/m', "--m", "x", "--p", "$(get port)"]],
+        ),
+        # Heredoc bodies are data, inside functions too, with quoted delimiters.
+        (
+            'f() {\n  cat <<EOF > x\nUsage: <a> "\nEOF\n  vllm serve m\n}\nf\ncat <<-"E" | tee y\n\tq\n\tE\nz\n',
+            [["cat"], ["vllm", "serve", "m"], ["cat"], ["tee", "y"], ["z"]],
+        ),
         # Argument parsing: `x=$2` in a branch keeps a non-empty default; an empty one gives way.
         ('m=dflt\nd=""\ncase $1 in --m) m=$2;; --d) d=$2;; esac\ncmd $m $d\n', [["cmd", "dflt", "$2"]]),
     ],
