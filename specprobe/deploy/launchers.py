@@ -15,8 +15,6 @@ from importlib import resources
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
 from specprobe.findings import SpecprobeError
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
@@ -79,6 +77,8 @@ def validate(raw: Any) -> None:
 def launchers() -> Launchers:
     """The shipped launchers. The file is checked against its schema by the test suite (``validate``),
     not at each start: importing jsonschema would cost every lint and gate run ~0.2 s."""
+    import yaml  # here, not at import: `specprobe.deploy` loads no YAML reader until a file is read
+
     raw = yaml.safe_load(_data("launchers.yaml"))
     engines = tuple(
         EngineLauncher(

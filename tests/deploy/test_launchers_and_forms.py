@@ -203,3 +203,22 @@ def test_a_chart_is_gated_as_helm_renders_it(tmp_path, monkeypatch):
     chart.rename(outer / "chart")
     deployments, findings = load_deployments(str(outer))  # the raw template is never read as a manifest
     assert [d.name for d in deployments] == ["k8s/Pod/p/container/v"] and not findings
+
+
+def test_one_yaml_item_holding_several_flags_is_an_error(tmp_path):
+    (deployment,), _ = load(
+        tmp_path,
+        "pod.yaml",
+        """\
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: p}
+        spec:
+          containers:
+          - name: v
+            image: vllm/vllm-openai:v0.16.0
+            args: ["m", "--max-model-len 4096 --port 8000"]
+        """,
+    )
+    (joined,) = [f for f in deployment.findings if f.rule == "DEPLOY-VALUE"]
+    assert joined.severity == "error" and joined.line == 8 and "several flags in one word" in joined.message
