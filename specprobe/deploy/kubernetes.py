@@ -11,7 +11,7 @@ alone run through the image's entrypoint, and the ``["/bin/sh", "-c", "<script>"
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from specprobe.deploy.launch import (
@@ -50,8 +50,59 @@ def is_kubernetes(documents: list[Any]) -> bool:
 
 def _is_container(node: LineDict) -> bool:
     """A container by shape: an image and what it runs (a pod's container, OME's ``engineConfig.runner``,
-    Dynamo's ``extraPodSpec.mainContainer``, KServe's ``containers``)."""
-    return isinstance(node.get("image"), str) and ("command" in node or "args" in node)
+    Dynamo's ``extraPodSpec.mainContainer``, KServe's ``containers``, a Tekton step's or an Argo
+    template's ``script``)."""
+    return isinstance(node.get("image"), str) and any(key in node for key in ("command", "args", "script"))
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+Script = tuple[str, int, bool]  # text, first line in the file, whether its lines follow the file
+
+
+def _config_scripts(objects: list[LineDict]) -> dict[str, Script]:
+    """Scripts held in ConfigMaps of the file (``start.sh: |``), by key: a container that runs
+    ``bash /scripts/start.sh`` from a mounted ConfigMap runs this text."""
+    scripts: dict[str, Script] = {}
+    for obj in objects:
+        data = obj.get("data")
+        if obj.get("kind") != "ConfigMap" or not isinstance(data, LineDict):
+            continue
+        for key, value in data.items():
+            if (
+                isinstance(key, str)
+                and isinstance(value, str)
+                and (key.endswith((".sh", ".bash")) or value.startswith("#!"))
+            ):
+                scripts[key] = (value, *block_first_line(data, key))
+    return scripts
+
+
+def _script_words(
+    script: Script, shell: str, line: int | None
+) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]]:
+    text, first_line, follows = script
+    return [shell, "-c", text], [line, line, first_line], {2: (first_line, follows)}
+
+
+def _mounted_script(
+    words: list[str], lines: list[int | None], origins: dict[int, tuple[int, bool]], scripts: dict[str, Script]
+) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]]:
+    """``bash /path/start.sh ARGS`` or ``/path/start.sh`` where ``start.sh`` is a ConfigMap script of the
+    same file: the script's text, read as ``bash -c``, with its own lines."""
+    if not words or not scripts:
+        return words, lines, origins
+    head = PurePosixPath(words[0]).name
+    at = 0
+    if head in _SHELLS:
+        at = 1
+        while at < len(words) and words[at].startswith("-") and "c" not in words[at][1:]:
+            at += 1
+        if at >= len(words) or words[at].startswith("-"):
+            return words, lines, origins
+    script = scripts.get(PurePosixPath(words[at]).name)
+    if script is None:
+        return words, lines, origins
+    return _script_words(script, words[0] if at else "/bin/sh", lines[at])
 
 
 def _is_model_spec(node: LineDict) -> bool:
@@ -161,6 +212,7 @@ def _container(
     configs: dict[str, LineDict],
     *,
     config_data: dict[str, dict[str, str]],
+    scripts: dict[str, Script],
 ) -> tuple[list[Deployment], list[Finding]]:
     problems: list[Finding] = []
     image = container.get("image") if isinstance(container.get("image"), str) else None
@@ -171,6 +223,17 @@ def _container(
     lines: list[int | None] = []
     origins: dict[int, tuple[int, bool]] = {}
     runtime = _format_entrypoint(container) if image is None and command is None else None
+    script = container.get("script")
+    if isinstance(script, str) and command is None:
+        # Tekton step / Argo `script`: the text runs as a script (its shebang's shell; sh here).
+        command = _script_words(
+            (script, *block_first_line(container, "script")), "/bin/sh", container.line_of("script")
+        )
+    source = script.get("source") if isinstance(script, dict) else container.get("source")
+    if isinstance(source, str) and command is not None and command[0] and PurePosixPath(command[0][0]).name in _SHELLS:
+        # Argo script template: `command: [bash]` runs the file written from `source`.
+        first, follows = block_first_line(container, "source")
+        command = ([*command[0], "-c", source], [*command[1], first, first], {len(command[0]) + 1: (first, follows)})
     if runtime is not None:
         # KServe's predictor.model: the runtime chosen for the model format runs these arguments.
         line = container.line_of("modelFormat")
@@ -181,6 +244,7 @@ def _container(
                 origins[len(words) + index] = origin
             words.extend(expand_references(w, env) for w in part[0])
             lines.extend(part[1])
+    words, lines, origins = _mounted_script(words, lines, origins, scripts)
     run = ContainerRun(
         container,
         words,
@@ -245,6 +309,7 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
     findings: list[Finding] = []
     objects = _documents(documents)
     configs = _config_maps(objects, file)
+    scripts = _config_scripts(objects)
     config_data = {
         str(obj["metadata"].get("name")): {str(k): str(v) for k, v in obj["data"].items() if v is not None}
         for obj in objects
@@ -262,7 +327,9 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
                 name = f"k8s/{kind}/{object_name}/{section}/{container.get('name') or f'{path[-2]}[{path[-1]}]'}"
             else:
                 name = f"k8s/{kind}/{object_name}/{'.'.join(path)}"
-            found, notes = _container(container, name, file, base_dir, configs, config_data=config_data)
+            found, notes = _container(
+                container, name, file, base_dir, configs, config_data=config_data, scripts=scripts
+            )
             if not found and "image" not in container:
                 continue  # an image-less args mapping that runs no engine is not a container at all
             deployments.extend(found)

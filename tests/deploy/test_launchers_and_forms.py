@@ -222,3 +222,39 @@ def test_one_yaml_item_holding_several_flags_is_an_error(tmp_path):
     )
     (joined,) = [f for f in deployment.findings if f.rule == "DEPLOY-VALUE"]
     assert joined.severity == "error" and joined.line == 8 and "several flags in one word" in joined.message
+
+
+def test_a_configmap_script_run_by_the_container_is_read_with_its_lines(tmp_path):
+    deployments, _ = load(
+        tmp_path,
+        "cm-script.yaml",
+        """\
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: scripts}
+        data:
+          start.sh: |
+            #!/bin/bash
+            ARGS=(--speculative-config '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}')
+            exec vllm serve "$MODEL" "${ARGS[@]}"
+        ---
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: d}
+        spec:
+          template:
+            spec:
+              containers:
+              - name: vllm
+                image: vllm/vllm-openai:v0.16.0
+                command: ["/bin/bash", "/scripts/start.sh"]
+                env: [{name: MODEL, value: org/m}]
+              - name: step
+                image: python:3.12
+                script: |
+                  python3 -m sglang.launch_server --model-path org/s --speculative-algorithm NGRAM
+        """,
+    )
+    (vllm, step) = deployments
+    assert vllm.target == "org/m" and vllm.method == "ngram" and vllm.source.line_of("speculative") == 7
+    assert step.engine_name == "sglang" and step.method == "ngram" and step.source.argv_line(0) == 24
