@@ -277,12 +277,15 @@ def load_deployments(path: str, *, stdin_name: str | None = None) -> tuple[list[
             found, notes = _load_file(file, str(file))
         except (UnrecognisedFileError, EmptyInputError):
             continue  # in a folder, files of other kinds (or empty ones) are simply not deployment files
-        except SpecprobeError as exc:
-            # Named explicitly, a broken file stops the run; found in a folder (a chart's unrendered
-            # templates, say) it is reported and the other files are still gated.
+        except CannotReadError as exc:
             note = rules.NOT_EXAMINED.finding(f"not read: {exc}", location=str(file))
             note.file, note.line = str(file), 1
             findings.append(note)
+            continue
+        except SpecprobeError as exc:
+            # Broken content is an error for that file, as when it is named (a chart's raw templates
+            # are never read: the chart is rendered, or reported as not rendered).
+            findings.append(_file_finding(exc, str(file)))
             continue
         deployments.extend(found)
         findings.extend(f for f in notes if f.rule != rules.NO_LAUNCH.id)

@@ -258,3 +258,15 @@ def test_a_configmap_script_run_by_the_container_is_read_with_its_lines(tmp_path
     (vllm, step) = deployments
     assert vllm.target == "org/m" and vllm.method == "ngram" and vllm.source.line_of("speculative") == 7
     assert step.engine_name == "sglang" and step.method == "ngram" and step.source.argv_line(0) == 24
+
+
+def test_a_folder_gates_every_file_and_a_broken_one_is_an_error_for_that_file(tmp_path):
+    (tmp_path / "good.sh").write_text("vllm serve org/m\n")
+    (tmp_path / "broken.yaml").write_text("apiVersion: v1\nkind: Pod\nspec: [\n")
+    (tmp_path / "patch.yaml").write_text("- op: replace\n  path: /spec/replicas\n  value: 3\n")
+    (tmp_path / "empty.yaml").write_text("# nothing\n")
+    deployments, findings = load_deployments(str(tmp_path))
+    assert [d.name for d in deployments] == ["script/good.sh"]
+    (broken,) = findings
+    assert broken.rule == "DEPLOY-VALUE" and broken.severity == "error" and broken.file.endswith("broken.yaml")
+    assert broken.line == 4
