@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from pathlib import PurePosixPath
 from typing import Any
 
 from specprobe.findings import SpecprobeError
@@ -113,7 +112,7 @@ def launchers() -> Launchers:
 
 def python_module(argv: list[str], start: int) -> tuple[str, int] | None:
     """For ``python [opts] -m MODULE ...`` at ``start``: the module and the index after it."""
-    if start >= len(argv) or not _PYTHON.fullmatch(PurePosixPath(argv[start]).name):
+    if start >= len(argv) or not _PYTHON.fullmatch(_basename(argv[start])):
         return None
     i = start + 1
     while i < len(argv):
@@ -131,44 +130,70 @@ def python_module(argv: list[str], start: int) -> tuple[str, int] | None:
     return None
 
 
-def _match(
-    argv: list[str], start: int, program: str | None, module: str | None, subcommand: tuple[str, ...]
-) -> int | None:
-    """Index after ``program [subcommand]`` or ``python -m module [subcommand]`` at ``start``, else None."""
+def _basename(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def _after(argv: list[str], after: int, subcommand: tuple[str, ...], *, optional: bool) -> int | None:
+    """Index after ``subcommand`` at ``after``; a module's subcommand may be left out, a program's may
+    not (`vllm bench` is no server)."""
+    if not subcommand:
+        return after
+    if tuple(argv[after : after + len(subcommand)]) == subcommand:
+        return after + len(subcommand)
+    return after if optional else None
+
+
+_Entry = EngineLauncher | Wrapper
+
+
+def _match_in(
+    argv: list[str], start: int, by_program: dict[str, list[_Entry]], by_module: dict[str, list[_Entry]]
+) -> tuple[_Entry, int] | None:
+    """The first entry whose program (or ``python -m`` module) and subcommand start ``argv[start:]``."""
     if start >= len(argv):
         return None
-    if program is not None:
-        if PurePosixPath(argv[start]).name != program:
-            return None
-        after = start + 1
-    else:
+    for entry in by_program.get(_basename(argv[start]), ()):
+        after = _after(argv, start + 1, entry.subcommand, optional=False)
+        if after is not None:
+            return entry, after
+    if _PYTHON.fullmatch(_basename(argv[start])):
         found = python_module(argv, start)
-        if found is None or found[0] != module:
-            return None
-        after = found[1]
-    if subcommand:
-        if tuple(argv[after : after + len(subcommand)]) == subcommand:
-            return after + len(subcommand)
-        # A module's subcommand may be left out; a program's may not (`vllm bench` is no server).
-        return after if program is None else None
-    return after
+        if found is not None:
+            for entry in by_module.get(found[0], ()):
+                after = _after(argv, found[1], entry.subcommand, optional=True)
+                if after is not None:
+                    return entry, after
+    return None
+
+
+@lru_cache(maxsize=1)
+def _indexes() -> tuple[dict[str, list[_Entry]], ...]:
+    """Entries by program name and by module, engines and wrappers apart, in file order."""
+    indexes: list[dict[str, list[_Entry]]] = []
+    for entries in (launchers().engines, launchers().wrappers):
+        by_program: dict[str, list[_Entry]] = {}
+        by_module: dict[str, list[_Entry]] = {}
+        for entry in entries:
+            if entry.program is not None:
+                by_program.setdefault(entry.program, []).append(entry)
+            if entry.module is not None:
+                by_module.setdefault(entry.module, []).append(entry)
+        indexes += [by_program, by_module]
+    return tuple(indexes)
 
 
 def match_engine(argv: list[str], start: int) -> tuple[EngineLauncher, int] | None:
     """The engine launcher at ``argv[start]`` and the index of its first engine argument."""
-    for launcher in launchers().engines:
-        after = _match(argv, start, launcher.program, launcher.module, launcher.subcommand)
-        if after is not None:
-            return launcher, after
-    return None
+    engines_by_program, engines_by_module, _, _ = _indexes()
+    found = _match_in(argv, start, engines_by_program, engines_by_module)
+    return (found[0], found[1]) if found is not None and isinstance(found[0], EngineLauncher) else None
 
 
 def _match_wrapper(argv: list[str], start: int) -> tuple[Wrapper, int] | None:
-    for wrapper in launchers().wrappers:
-        after = _match(argv, start, wrapper.program, wrapper.module, wrapper.subcommand)
-        if after is not None:
-            return wrapper, after
-    return None
+    _, _, wrappers_by_program, wrappers_by_module = _indexes()
+    found = _match_in(argv, start, wrappers_by_program, wrappers_by_module)
+    return (found[0], found[1]) if found is not None and isinstance(found[0], Wrapper) else None
 
 
 def unwrap(argv: list[str], lines: list[int | None]) -> tuple[list[str], list[int | None]]:

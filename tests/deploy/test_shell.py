@@ -140,3 +140,34 @@ def test_any_script_is_commands_or_a_specprobe_error(parts, separator):
         assert command.words and len(command.words) == len(command.lines)
         assert all(3 <= line <= lines for line in command.lines)
     assert all(3 <= line <= lines for _, line in parsed.notes)
+
+
+simple_fragments = st.sampled_from(
+    [
+        "vllm", "serve", "--x", "1", "A=1", "B='a b'", 'C="$A x"', "$A", '"$B"', "${X:-d e}", '"${C}"', "$(cmd a)",
+        "'q r'", '"s \\" t"', "\\\n", "\n", "# note", "export", "local", "exec", "A=(a 'b c')", '"${A[@]}"',
+        "$((1 + 2))", "x\\ y",
+    ]
+)
+
+
+@FAST
+@given(st.lists(simple_fragments, max_size=25))
+def test_the_fast_reader_of_simple_commands_agrees_with_bashlex(parts):
+    import specprobe.deploy.shell as shell
+
+    text = " ".join(parts)
+    try:
+        fast = [(c.words, c.lines) for c in shell.parse_script(text).commands]
+    except SpecprobeError:
+        fast = None
+    original = shell._simple_commands
+    shell._simple_commands = lambda _text: None  # every text through bashlex
+    try:
+        try:
+            slow = [(c.words, c.lines) for c in shell.parse_script(text).commands]
+        except SpecprobeError:
+            slow = None
+    finally:
+        shell._simple_commands = original
+    assert fast == slow
