@@ -932,9 +932,6 @@ class _ParseFailedError(Exception):
 
 
 def _parse(text: str, line_at: Any, scope: dict[str, _Value], positional: list[str] | None) -> ShellScript:
-    # Imported here: bashlex costs ~0.3 s at import, paid only by inputs that hold shell text.
-    import bashlex
-
     rewrite = _rewrite(text)
     if not rewrite.text.strip():
         return ShellScript()
@@ -949,6 +946,10 @@ def _parse(text: str, line_at: Any, scope: dict[str, _Value], positional: list[s
         for command in simple:
             walker.walk(command, positional)
         return ShellScript(walker.commands)
+    # Imported here: bashlex builds its parser tables at import (~0.3 s), paid only by shell text
+    # beyond simple commands.
+    import bashlex
+
     try:
         trees = bashlex.parse(rewrite.text)
     except bashlex.errors.ParsingError as exc:
