@@ -38,6 +38,12 @@ _VARIABLE = re.compile(
 UNEXPANDED = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(|[@*0-9])")
 MAX_WORDS = 200_000
 _MAX_CALL_DEPTH = 8
+# $(cat <<EOF ... EOF): a command substitution whose output is a heredoc's text.
+_HEREDOC_OUTPUT = re.compile(
+    r"\s*cat\s*<<(?P<strip>-?)\s*(?P<quote>['\"]?)(?P<delim>[A-Za-z0-9_.-]+)(?P=quote)[ \t]*\n"
+    r"(?P<body>.*?)\n[ \t]*(?P=delim)[ \t]*\n?\s*",
+    re.DOTALL,
+)
 _MAX_LOOP = 16  # a `for` body is read once per word, for this many words at most
 _EACH = re.compile(r"\$@|\$\{[A-Za-z_][A-Za-z0-9_]*\[@\]\}")
 # `x=$2`, `x="${OPTARG}"`: a value that is one reference and nothing else (argument parsing).
@@ -470,6 +476,12 @@ class _Expander:
             self.split = split
         return " ".join(f.text for f in fields)
 
+    def quoted_string(self, text: str) -> str:
+        """``text`` expanded as inside double quotes (an unquoted heredoc's body)."""
+        fields: list[_Field] = [_Field()]
+        self._expand(text, fields, quoted=True)
+        return "".join(f.text for f in fields)
+
     def _add(self, fields: list[_Field], text: str) -> None:
         fields[-1].text += text
         fields[-1].exists = True
@@ -518,6 +530,15 @@ class _Expander:
         if nxt == "(":
             end = _closing(raw, i + 2, "(", ")")
             end = len(raw) - 1 if end < 0 else end
+            heredoc = _HEREDOC_OUTPUT.fullmatch(raw[i + 2 : end])
+            if heredoc is not None:
+                # $(cat <<EOF ... EOF): the text is known (a JSON config written inline, say).
+                body = heredoc.group("body")
+                if heredoc.group("strip"):
+                    body = "\n".join(line.lstrip("\t") for line in body.split("\n"))
+                value = body if heredoc.group("quote") else self.quoted_string(body)
+                self._emit(_Value([value.rstrip("\n")], [0]), fields, quoted=quoted, each=False)
+                return end + 1
             self._add(fields, raw[i : end + 1])  # command substitution: left as written
             return end + 1
         if nxt == "{":
@@ -691,6 +712,29 @@ class _Walker:
         finally:
             self.conditional -= branch
 
+    def _read_heredoc(self, node: Any, words: list[str], expander: _Expander) -> None:
+        """``read -r -d '' NAME <<EOF ... EOF``: NAME gets the heredoc's text (a JSON config, say)."""
+        redirect = next((p for p in node.parts if getattr(p, "heredoc", None) is not None), None)
+        if redirect is None:
+            return
+        names: list[str] = []
+        k = 1
+        while k < len(words):
+            if words[k] in ("-d", "-p", "-t", "-n", "-N", "-u", "-i", "-a"):
+                k += 2
+                continue
+            if not words[k].startswith("-"):
+                names.append(words[k])
+            k += 1
+        if not names or not _NAME.fullmatch(names[0]):
+            return
+        start, end = redirect.heredoc.pos
+        body = self.source[start:end].rsplit("\n", 1)[0] if "\n" in self.source[start:end] else ""
+        header = self.source[redirect.pos[0] : start]
+        if "'" not in header and '"' not in header:
+            body = expander.quoted_string(body)
+        self.scope[names[0]] = _Value([body.rstrip("\n")], [self.line_at(start)])
+
     def _for(self, node: Any, positional: list[str] | None) -> None:
         """``for NAME in WORDS; do BODY; done``: the body once per word (a few at most), NAME set."""
         parts = list(node.parts)
@@ -782,6 +826,9 @@ class _Walker:
         if not words:
             return
         head = words[0]
+        if head == "read":
+            self._read_heredoc(node, words, expander)
+            return
         if head in _DECLARATIONS and not prefix:
             for part in parts[1:]:
                 raw = self._raw(part)

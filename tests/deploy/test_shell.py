@@ -58,6 +58,12 @@ def words_of(text: str) -> list[list[str]]:
             'D="$(cd "$(dirname "$0")" && pwd)"\nA="--m x --p $(get port)"\ncmd $D/m $A\n',
             [["cmd", '$(cd "$(dirname "$0")" && pwd)/m', "--m", "x", "--p", "$(get port)"]],
         ),
+        # A heredoc that becomes a value: $(cat <<EOF ...) and read -d '' NAME <<EOF (expanded unless quoted).
+        (
+            "D=d\nS=$(cat <<EOF\n{\"model\": \"$D\"}\nEOF\n)\n"
+            "read -r -d '' R <<'E'\n{\"m\": \"$D\"}\nE\ncmd \"$S\" \"$R\"\n",
+            [["cmd", '{"model": "d"}', '{"m": "$D"}']],
+        ),
         # Heredoc bodies are data, inside functions too, with quoted delimiters.
         (
             'f() {\n  cat <<EOF > x\nUsage: <a> "\nEOF\n  vllm serve m\n}\nf\ncat <<-"E" | tee y\n\tq\n\tE\nz\n',
