@@ -15,11 +15,15 @@ from __future__ import annotations
 import sys
 import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.render import NotRenderedError, RenderRoot, render, render_root
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import deploy as rules
+
+if TYPE_CHECKING:  # the YAML reader is loaded when a file is read, not at import
+    from specprobe.deploy.yamlsource import LineDict
 
 _SHELL_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh")
 _YAML_SUFFIXES = (".yaml", ".yml", ".json")
@@ -62,6 +66,25 @@ def _read(path: Path, shown: str) -> str:
         raise SpecprobeError(f"{shown}: not a UTF-8 text file") from None
 
 
+def _written_configs(files: dict[str, tuple[str, int]], shown: str) -> dict[str, LineDict]:
+    """YAML/JSON files a script writes from a heredoc, parsed with their lines in the script (a vLLM
+    ``--config`` written inline); text that is not YAML is left out."""
+    from specprobe.deploy.yamlsource import LineDict, load_documents, relocate
+
+    configs: dict[str, LineDict] = {}
+    for name, (text, first_line) in files.items():
+        if not name.endswith((".yaml", ".yml", ".json")):
+            continue
+        try:
+            documents = load_documents(text, f"{shown}: {name}")
+        except SpecprobeError:
+            continue
+        if documents and isinstance(documents[0], LineDict):
+            relocate(documents[0], first_line, True)
+            configs[name] = documents[0]
+    return configs
+
+
 def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
     from specprobe.deploy.launch import find_launches, to_deployments
     from specprobe.deploy.shell import ShellSyntaxError, parse_script
@@ -71,6 +94,7 @@ def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], lis
     except ShellSyntaxError as exc:
         raise SpecprobeError(f"{shown}:{exc.line}: {exc}") from None
     commands = script.commands
+    configs = _written_configs(script.files, shown)
     deployments: list[Deployment] = []
     findings: list[Finding] = []
     for message, line in script.notes:
@@ -82,7 +106,9 @@ def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], lis
         search = find_launches(command.words, list(command.lines), variables=command.variables)
         # Named by order, not by line, so that a per-deployment ignore survives edits above the launch.
         label = base_name if not deployments else f"{base_name}#{len(deployments) + 1}"
-        made, leftover = to_deployments(search, name=label, file=shown, base_dir=base_dir, line=command.line)
+        made, leftover = to_deployments(
+            search, name=label, file=shown, base_dir=base_dir, line=command.line, configs=configs
+        )
         deployments.extend(made)
         for finding in leftover:
             finding.file, finding.line = shown, finding.line or command.line

@@ -85,6 +85,9 @@ class ShellScript:
 
     commands: list[SimpleCommand] = field(default_factory=list)
     notes: list[tuple[str, int]] = field(default_factory=list)
+    # Files the script writes from a heredoc (`cat > serve.yaml <<EOF`): name -> (text, its first line),
+    # so that a later `vllm serve --config serve.yaml` is read with them.
+    files: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def expand(word: str, variables: dict[str, str]) -> str:
@@ -679,6 +682,7 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.calls: list[str] = []
         self.words = 0
+        self.files: dict[str, tuple[str, int]] = {}
         # Inside a branch or loop body that may not run (if/case/for/while): an assignment there whose
         # value is unknown (`model=$2` in an argument-parsing loop) keeps the non-empty value known
         # before it.
@@ -712,6 +716,28 @@ class _Walker:
         finally:
             self.conditional -= branch
 
+    def _heredoc_text(self, redirect: Any, expander: _Expander) -> tuple[str, int]:
+        """The text of a heredoc redirect (expanded unless its delimiter is quoted) and its first line."""
+        start, end = redirect.heredoc.pos
+        body = self.source[start:end].rsplit("\n", 1)[0] if "\n" in self.source[start:end] else ""
+        header = self.source[redirect.pos[0] : start]
+        if "'" not in header and '"' not in header:
+            body = expander.quoted_string(body)
+        return body, self.line_at(start)
+
+    def _written_file(self, node: Any, expander: _Expander) -> None:
+        """``cat > NAME <<EOF ... EOF``: the file NAME holds the heredoc's text."""
+        heredoc = next((p for p in node.parts if getattr(p, "heredoc", None) is not None), None)
+        target = next(
+            (p for p in node.parts if getattr(p, "kind", None) == "redirect" and p.type == ">" and p is not heredoc),
+            None,
+        )
+        output = getattr(target, "output", None)
+        if heredoc is None or output is None or getattr(output, "kind", None) != "word":
+            return
+        name = expander.string(self._raw(output)).rsplit("/", 1)[-1]
+        self.files[name] = self._heredoc_text(heredoc, expander)
+
     def _read_heredoc(self, node: Any, words: list[str], expander: _Expander) -> None:
         """``read -r -d '' NAME <<EOF ... EOF``: NAME gets the heredoc's text (a JSON config, say)."""
         redirect = next((p for p in node.parts if getattr(p, "heredoc", None) is not None), None)
@@ -728,12 +754,8 @@ class _Walker:
             k += 1
         if not names or not _NAME.fullmatch(names[0]):
             return
-        start, end = redirect.heredoc.pos
-        body = self.source[start:end].rsplit("\n", 1)[0] if "\n" in self.source[start:end] else ""
-        header = self.source[redirect.pos[0] : start]
-        if "'" not in header and '"' not in header:
-            body = expander.quoted_string(body)
-        self.scope[names[0]] = _Value([body.rstrip("\n")], [self.line_at(start)])
+        body, line = self._heredoc_text(redirect, expander)
+        self.scope[names[0]] = _Value([body.rstrip("\n")], [line])
 
     def _for(self, node: Any, positional: list[str] | None) -> None:
         """``for NAME in WORDS; do BODY; done``: the body once per word (a few at most), NAME set."""
@@ -828,6 +850,9 @@ class _Walker:
         head = words[0]
         if head == "read":
             self._read_heredoc(node, words, expander)
+            return
+        if head == "cat" and len(words) == 1:
+            self._written_file(node, expander)
             return
         if head in _DECLARATIONS and not prefix:
             for part in parts[1:]:
@@ -1009,7 +1034,7 @@ def _parse(text: str, line_at: Any, scope: dict[str, _Value], positional: list[s
     walker = _Walker(rewrite, text, line_at, scope)
     for tree in trees:
         walker.walk(tree, positional)
-    return ShellScript(walker.commands)
+    return ShellScript(walker.commands, files=walker.files)
 
 
 def parse_script(

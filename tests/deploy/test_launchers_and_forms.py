@@ -270,3 +270,25 @@ def test_a_folder_gates_every_file_and_a_broken_one_is_an_error_for_that_file(tm
     (broken,) = findings
     assert broken.rule == "DEPLOY-VALUE" and broken.severity == "error" and broken.file.endswith("broken.yaml")
     assert broken.line == 4
+
+
+def test_a_config_file_the_script_writes_from_a_heredoc_is_read_with_its_lines(tmp_path):
+    (deployment,), _ = load(
+        tmp_path,
+        "serve.sh",
+        """\
+        #!/bin/bash
+        DRAFT=yuhuili/EAGLE3-LLaMA3.1-Instruct-8B
+        cat > /tmp/serve.yaml <<EOF
+        model: meta-llama/Llama-3.1-8B-Instruct
+        speculative_config:
+          method: eagle3
+          model: $DRAFT
+          num_speculative_tokens: 3
+        EOF
+        vllm serve --config /tmp/serve.yaml --port 8000
+        """,
+    )
+    assert deployment.target == "meta-llama/Llama-3.1-8B-Instruct" and deployment.method == "eagle3"
+    assert deployment.draft == "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    assert deployment.source.line_of("speculative.num_speculative_tokens") == 8
