@@ -113,9 +113,17 @@ def parse_command(argv: list[str]) -> ServeCommand:
         flag = normalise_flag(name)
         value: str | None = inline if eq else None
         negated = "--" + flag[5:] if flag.startswith("--no-") else None
-        if flag in launcher.own_flags or (negated in launcher.own_flags and not launcher.own_flags[negated]):
+        prefixed = bool(launcher.own_flag_prefixes) and flag.startswith(launcher.own_flag_prefixes)
+        if (
+            flag in launcher.own_flags
+            or (negated in launcher.own_flags and not launcher.own_flags[negated])
+            or prefixed
+        ):
             # The launcher's own flag (a Dynamo worker's --endpoint): never handed to the engine.
-            takes = launcher.own_flags.get(flag, False) and not eq and i + 1 < len(argv)
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            known = launcher.own_flags.get(flag, False)
+            guessed = prefixed and following is not None and not following.startswith("-")
+            takes = (known or guessed) and not eq and following is not None
             command.launcher_flags[flag] = argv[i + 1] if takes else value
             launcher_positions[flag] = i + 1 if takes else i
             i += 2 if takes else 1

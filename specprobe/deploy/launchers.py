@@ -33,6 +33,7 @@ class EngineLauncher:
     subcommand: tuple[str, ...] = ()
     own_flags: dict[str, bool] = field(default_factory=dict)  # flag -> takes a value
     model_flags: tuple[str, ...] = ()  # flags naming the model, before the engine's --model/--model-path
+    own_flag_prefixes: tuple[str, ...] = ()  # a family of the launcher's own flags (--router-...)
     evidence: str | None = None
 
 
@@ -88,6 +89,7 @@ def launchers() -> Launchers:
             subcommand=tuple(str(entry.get("subcommand", "")).split()),
             own_flags={flag: kind == "value" for flag, kind in (entry.get("own_flags") or {}).items()},
             model_flags=tuple(entry.get("model_flags") or ()),
+            own_flag_prefixes=tuple(entry.get("own_flag_prefixes") or ()),
             evidence=entry.get("evidence"),
         )
         for entry in raw["engines"]
