@@ -20,6 +20,7 @@ _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 # Python options that take a separate argument (python -X importtime -m ...).
 _PYTHON_OPTIONS_WITH_VALUE = ("-X", "-W", "-Q")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_UNSET = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?(/bin/python[0-9.]*)?")
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,12 @@ def launchers() -> Launchers:
 
 def python_module(argv: list[str], start: int) -> tuple[str, int] | None:
     """For ``python [opts] -m MODULE ...`` at ``start``: the module and the index after it."""
-    if start >= len(argv) or not _PYTHON.fullmatch(_basename(argv[start])):
+    if start >= len(argv):
+        return None
+    # `$PYTHON -m sglang.launch_server` with PYTHON set outside the file: an interpreter that runs
+    # `-m MODULE` (the module must still be a known launcher's).
+    unset_python = _UNSET.fullmatch(argv[start]) and argv[start + 1 : start + 2] == ["-m"]
+    if not _PYTHON.fullmatch(_basename(argv[start])) and not unset_python:
         return None
     i = start + 1
     while i < len(argv):
@@ -159,7 +165,7 @@ def _match_in(
         after = _after(argv, start + 1, entry.subcommand, optional=False)
         if after is not None:
             return entry, after
-    if _PYTHON.fullmatch(_basename(argv[start])):
+    if _PYTHON.fullmatch(_basename(argv[start])) or _UNSET.fullmatch(argv[start]):
         found = python_module(argv, start)
         if found is not None:
             for entry in by_module.get(found[0], ()):

@@ -56,6 +56,12 @@ def test_a_launchers_own_flags_are_not_the_engines():
     assert hf.engine == "vllm" and hf.model == "org/m" and hf.get("--dtype") == "bf16"
 
 
+def test_an_interpreter_named_by_a_variable_runs_the_module():
+    assert detect_engine(["${PYTHON}", "-m", "sglang.launch_server", "--model-path", "m"]) == ("sglang", 3, {})
+    assert detect_engine(["${VENV}/bin/python3", "-m", "vllm.entrypoints.openai.api_server"]) is not None
+    assert detect_engine(["$X", "-m", "http.server"]) is None and detect_engine(["$X", "vllm", "serve"]) is None
+
+
 def test_a_dynamo_runtime_tag_is_no_engine_version():
     assert image_version("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1", "vllm") is None
     assert image_version("vllm/vllm-openai:v0.16.0", "vllm") == "0.16.0"
