@@ -20,7 +20,8 @@ _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
 # Python options that take a separate argument (python -X importtime -m ...).
 _PYTHON_OPTIONS_WITH_VALUE = ("-X", "-W", "-Q")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_UNSET = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?(/bin/python[0-9.]*)?")
+# A word the file leaves unknown (`$PYTHON`, `${VENV}/bin/python3`, `$(command -v python3)`).
+_UNSET = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*|\(.*\))(/bin/python[0-9.]*)?", re.DOTALL)
 
 
 @dataclass(frozen=True)

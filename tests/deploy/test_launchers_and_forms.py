@@ -60,6 +60,7 @@ def test_an_interpreter_named_by_a_variable_runs_the_module():
     assert detect_engine(["${PYTHON}", "-m", "sglang.launch_server", "--model-path", "m"]) == ("sglang", 3, {})
     assert detect_engine(["${VENV}/bin/python3", "-m", "vllm.entrypoints.openai.api_server"]) is not None
     assert detect_engine(["$X", "-m", "http.server"]) is None and detect_engine(["$X", "vllm", "serve"]) is None
+    assert detect_engine(["$(command -v python3)", "-m", "sglang.launch_server"]) is not None
 
 
 def test_a_dynamo_runtime_tag_is_no_engine_version():

@@ -39,6 +39,10 @@ def words_of(text: str) -> list[list[str]]:
         ('start() {\n  local m=$1\n  exec vllm serve "$m" \\\n    --x 2\n}\nstart my/model\n',
          [["exec", "vllm", "serve", "my/model", "--x", "2"]]),
         ("function f { cmd \"$@\"; }\nf 'a b' c\n", [["cmd", "a b", "c"]]),
+        (
+            'run() {\n  local label="$1"; shift\n  "$@" &\n}\nA=(vllm serve m)\nrun x "${A[@]}"\n',
+            [["vllm", "serve", "m"]],
+        ),
         # Control flow: every branch of if/case and loop bodies is read.
         (
             "if [[ -n $X && $Y == 1 ]]; then a; elif (( N > 1 )); then b; else c; fi\n",

@@ -57,13 +57,17 @@ def closing(text: str, i: int, opener: str, closer: str, depth: int = 1) -> int:
 FILLER = "\x02"
 
 
-def _blank(chars: list[str], start: int, end: int, replacement: str = "", filler: str = " ") -> None:
-    """Overwrite ``chars[start:end]`` with ``replacement`` then ``filler``, keeping newlines where they are."""
+def _blank(
+    chars: list[str], start: int, end: int, replacement: str = "", filler: str = " ", *, one_line: bool = False
+) -> None:
+    """Overwrite ``chars[start:end]`` with ``replacement`` then ``filler``. Newlines stay where they are
+    unless ``one_line`` (a construct bash reads as one word, such as a ``[[ ... \\`` test continued over
+    lines): lines are counted on the original text, so offsets are all that must be kept."""
     for k in range(start, end):
         offset = k - start
         if offset < len(replacement):
             chars[k] = replacement[offset]
-        elif chars[k] != "\n":
+        elif chars[k] != "\n" or one_line:
             chars[k] = filler
 
 
@@ -108,6 +112,21 @@ def rewrite_for_bashlex(text: str) -> Rewrite:
     n = len(text)
     while i < n:
         char = text[i]
+        pattern_next = case_depth and case_depth[-1] == "pattern"
+        if pattern_next and char not in " \t\n#" and _at_word_start(text, i):
+            # A case pattern (`"")`, `"$n":roce|x)`, `(a|b)`): blanked up to its `)`, quotes included.
+            if _keyword_at(text, i, "esac"):
+                _blank(chars, i, i + 4, "}")
+                case_depth.pop()
+                i += 4
+                continue
+            end = closing(text, i + (1 if char == "(" else 0), "(", ")")
+            if end < 0:
+                break
+            _blank(chars, i, end + 1)
+            case_depth[-1] = "body"
+            i = end + 1
+            continue
         if char in "'\"\\":
             end = skip_quoted(text, i)
             if char == '"':
@@ -119,48 +138,42 @@ def rewrite_for_bashlex(text: str) -> Rewrite:
             end = text.find("\n", i)
             i = n if end < 0 else end
             continue
+        if char in "<>" and text.startswith("(", i + 1):
+            # Process substitution `<(cmd)` / `>(cmd)` (bashlex lacks it): a word standing for a file.
+            end = closing(text, i + 2, "(", ")")
+            if end > 0:
+                _blank(chars, i, end + 1, "_", FILLER, one_line=True)
+                i = end + 1
+                continue
         if char == "<" and text.startswith("<<", i) and not text.startswith("<<<", i):
             i = _skip_heredoc(text, i, chars)
             continue
         if char == "$" and text.startswith("$((", i):
             end = closing(text, i + 3, "(", ")", depth=2)
             if end > 0:
-                _blank(chars, i, end + 1, "0", FILLER)
+                _blank(chars, i, end + 1, "0", FILLER, one_line=True)
                 i = end + 1
                 continue
         if char == "$" and text.startswith("$(", i) and not text.startswith("$((", i):
             end = closing(text, i + 2, "(", ")")
             if end > 0:
-                _blank(chars, i + 2, end, "", FILLER)
+                _blank(chars, i + 2, end, "", FILLER, one_line=True)
                 substitutions.append((i, end + 1))
                 i = end + 1
                 continue
         if _at_word_start(text, i):
-            if case_depth and case_depth[-1] == "pattern" and char not in " \t\n":
-                if _keyword_at(text, i, "esac"):
-                    _blank(chars, i, i + 4, "}")
-                    case_depth.pop()
-                    i += 4
-                    continue
-                end = closing(text, i + (1 if char == "(" else 0), "(", ")")
-                if end < 0:
-                    break
-                _blank(chars, i, end + 1)
-                case_depth[-1] = "body"
-                i = end + 1
-                continue
             if text.startswith("[[", i) and i + 2 < n and text[i + 2] in " \t":
                 end = text.find("]]", i + 2)
                 while end > 0 and not (end + 2 >= n or text[end + 2] in " \t\n;&|)"):
                     end = text.find("]]", end + 2)
                 if end > 0:
-                    _blank(chars, i, end + 2, "true")
+                    _blank(chars, i, end + 2, "true", one_line=True)
                     i = end + 2
                     continue
             if text.startswith("((", i):
                 end = closing(text, i + 2, "(", ")", depth=2)
                 if end > 0:
-                    _blank(chars, i, end + 1, "true")
+                    _blank(chars, i, end + 1, "true", one_line=True)
                     i = end + 1
                     continue
             match = NAME.match(text, i)
@@ -172,7 +185,8 @@ def rewrite_for_bashlex(text: str) -> Rewrite:
                     _blank(chars, match.end(), opener + 1)
                     _blank_array_body(text, chars, opener + 1, end)
                     chars[end] = " "
-                    i = end + 1
+                    # The elements are scanned like any words ($((...)), $(...) and quotes in them).
+                    i = opener + 1
                     continue
             if _keyword_at(text, i, "case"):
                 header = re.compile(r"case\s+(?:\"[^\"]*\"|'[^']*'|\S)+\s+in(?=[\s;])").match(text, i)
@@ -209,7 +223,7 @@ def _hide_substitutions(
         close = closing(text, at + 2, "(", ")")
         if close < 0 or close >= end:
             return
-        _blank(chars, at + 2, close, "", FILLER)
+        _blank(chars, at + 2, close, "", FILLER, one_line=True)
         substitutions.append((at, close + 1))
         at = text.find("$(", close + 1, end)
 
@@ -221,7 +235,7 @@ def _rewrite_arithmetic(text: str, chars: list[str], start: int, end: int) -> No
         close = closing(text, at + 3, "(", ")", depth=2)
         if close < 0 or close >= end:
             return
-        _blank(chars, at, close + 1, "0", FILLER)
+        _blank(chars, at, close + 1, "0", FILLER, one_line=True)
         at = text.find("$((", close + 1, end)
 
 

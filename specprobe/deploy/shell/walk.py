@@ -201,6 +201,11 @@ class Walker:
         if not words:
             return
         head = words[0]
+        if head == "shift" and positional is not None and not prefix:
+            # `shift [N]` in a function: $1... move on (the caller's list is this call's own copy).
+            count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+            del positional[:count]
+            return
         if head == "read":
             self._read_heredoc(node, words, expander)
             return
