@@ -8,8 +8,11 @@ index of the token it came from, so that a deployment file can point at the line
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 
 from specprobe.deploy.launchers import EngineLauncher, match_engine
 from specprobe.findings import SpecprobeError
@@ -49,6 +52,31 @@ class ServeCommand:
 def normalise_flag(flag: str) -> str:
     """vLLM and SGLang accept --snake_case and --kebab-case alike."""
     return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else SHORT_FLAGS.get(flag, flag)
+
+
+@lru_cache(maxsize=2)
+def _speculative_flags(engine: str) -> frozenset[str]:
+    """Every ``--speculative-*`` flag any shipped snapshot of ``engine`` declares (aliases included)."""
+    try:
+        text = resources.files("specprobe").joinpath("data", "schemas", engine, "_shared.json").read_text("utf-8")
+        objects = json.loads(text).get("objects", {})
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(
+        flag for entry in objects.values() if isinstance(entry, dict) for flag in entry.get("flags") or ()
+    )
+
+
+def _unabbreviated(flag: str, engine: str) -> str:
+    """The flag argparse reads for a unique prefix of a speculative flag (``--speculative-algo``): SGLang's
+    parser allows abbreviations, and recipes use them."""
+    if not flag.startswith("--speculative-"):
+        return flag
+    known = _speculative_flags(engine)
+    if flag in known:
+        return flag
+    matches = [known_flag for known_flag in known if known_flag.startswith(flag)]
+    return matches[0] if len(matches) == 1 else flag
 
 
 def _skip_prefixes(argv: list[str]) -> tuple[int, dict[str, str]]:
@@ -111,6 +139,8 @@ def parse_command(argv: list[str]) -> ServeCommand:
             continue
         name, eq, inline = token.partition("=")
         flag = normalise_flag(name)
+        if launcher.abbreviations:
+            flag = _unabbreviated(flag, engine)
         value: str | None = inline if eq else None
         negated = "--" + flag[5:] if flag.startswith("--no-") else None
         prefixed = bool(launcher.own_flag_prefixes) and flag.startswith(launcher.own_flag_prefixes)

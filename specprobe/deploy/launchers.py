@@ -36,6 +36,7 @@ class EngineLauncher:
     own_flags: dict[str, bool] = field(default_factory=dict)  # flag -> takes a value
     model_flags: tuple[str, ...] = ()  # flags naming the model, before the engine's --model/--model-path
     own_flag_prefixes: tuple[str, ...] = ()  # a family of the launcher's own flags (--router-...)
+    abbreviations: bool = False  # its argparse reads a unique prefix of a flag as the flag
     evidence: str | None = None
 
 
@@ -92,6 +93,7 @@ def launchers() -> Launchers:
             own_flags={flag: kind == "value" for flag, kind in (entry.get("own_flags") or {}).items()},
             model_flags=tuple(entry.get("model_flags") or ()),
             own_flag_prefixes=tuple(entry.get("own_flag_prefixes") or ()),
+            abbreviations=bool(entry.get("abbreviations", False)),
             evidence=entry.get("evidence"),
         )
         for entry in raw["engines"]

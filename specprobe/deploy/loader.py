@@ -129,7 +129,17 @@ def _toml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
 
 
 def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
-    from specprobe.deploy import compose, kubernetes, llmd, manifest, rayserve, recipes, skypilot, vllm_config
+    from specprobe.deploy import (
+        compose,
+        kubernetes,
+        llmd,
+        manifest,
+        rayserve,
+        recipes,
+        skypilot,
+        srtslurm,
+        vllm_config,
+    )
     from specprobe.deploy.yamlsource import load_documents
 
     documents = [d for d in load_documents(text, shown) if d is not None]
@@ -148,6 +158,8 @@ def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
         return compose.parse_compose(documents, shown, base_dir)
     if manifest.is_manifest(documents):
         return manifest.parse_manifest(documents[0], shown, base_dir)
+    if srtslurm.is_srt_slurm_recipe(documents):
+        return srtslurm.parse_srt_slurm_recipe(documents, shown, base_dir)
     if skypilot.is_skypilot_task(documents):
         return skypilot.parse_skypilot_task(documents, shown, base_dir)
     if recipes.is_vllm_recipe(documents):

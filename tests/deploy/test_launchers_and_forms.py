@@ -63,6 +63,20 @@ def test_an_interpreter_named_by_a_variable_runs_the_module():
     assert detect_engine(["$(command -v python3)", "-m", "sglang.launch_server"]) is not None
 
 
+def test_sglang_reads_a_unique_prefix_of_a_speculative_flag():
+    command = parse_command(
+        ["python3", "-m", "sglang.launch_server", "--speculative-algo", "EAGLE", "--speculative-draft", "d"]
+    )
+    assert command.get("--speculative-algorithm") == "EAGLE"
+    assert command.has("--speculative-draft")  # ambiguous (draft-model-path, draft-model-revision...): as written
+    assert not parse_command(["vllm", "serve", "m", "--speculative-con", "{}"]).has("--speculative-config")
+
+
+def test_an_application_tag_is_read_as_its_value_and_the_file_is_information(tmp_path):
+    deployments, (note,) = load(tmp_path, "task.yaml", "task: gpqa\nprocess_docs: !function utils.process_docs\n")
+    assert deployments == [] and note.rule == "DEPLOY-NO-LAUNCH" and note.severity == "info"
+
+
 def test_a_dynamo_runtime_tag_is_no_engine_version():
     assert image_version("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.1", "vllm") is None
     assert image_version("vllm/vllm-openai:v0.16.0", "vllm") == "0.16.0"
