@@ -300,7 +300,8 @@ def _joined_flag_notes(deployment: Deployment) -> list[Finding]:
             joined = word[:1].isspace() or bool(re.search(r"\s--[A-Za-z]", word))
         else:
             joined = bool(_JOINED_FLAGS.search(word)) and any(char.isspace() for char in word)
-        if joined and not word.lstrip().startswith(("{", "[")):
+        # A word still holding `$(...)` or an unset variable is not known: what it splits into is not either.
+        if joined and not word.lstrip().startswith(("{", "[")) and not UNEXPANDED.search(word):
             note = rules.VALUE.finding(
                 f"the launch argument {shown_command([word], 1)!r} holds several flags in one word: the engine "
                 "receives it as one argument (a quoted \"$VAR\" or one YAML item), reads no flag from it and "

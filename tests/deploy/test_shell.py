@@ -60,7 +60,14 @@ def words_of(text: str) -> list[list[str]]:
         # Command substitutions (nested, with quotes) stay as written and are not split inside.
         (
             'D="$(cd "$(dirname "$0")" && pwd)"\nA="--m x --p $(get port)"\ncmd $D/m $A\n',
-            [["cmd", '$(cd "$(dirname "$0")" && pwd)/m', "--m", "x", "--p", "$(get port)"]],
+            [["cmd", "$(cd $(dirname $0) && pwd)/m", "--m", "x", "--p", "$(get port)"]],  # quotes dropped inside
+        ),
+        # $(printf ...) with known arguments is what printf prints; an unknown substitution keeps a
+        # JSON value's quoting intact.
+        (
+            "D=org/d\nS=$(printf '{\"model\": \"%s\", \"n\": %d}' \"$D\" 3)\n"
+            'P="$(dirname "$M")/x"\ncmd "$S" "{\\"a\\": \\"$P\\"}"\n',
+            [["cmd", '{"model": "org/d", "n": 3}', '{"a": "$(dirname $M)/x"}']],
         ),
         # A heredoc that becomes a value: $(cat <<EOF ...) and read -d '' NAME <<EOF (expanded unless quoted).
         (

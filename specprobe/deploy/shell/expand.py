@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from specprobe.deploy.shell.model import NAME
+from specprobe.deploy.shell.model import NAME, UNEXPANDED
 from specprobe.deploy.shell.rewrite import FILLER, closing, skip_quoted
 
 # $(cat <<EOF ... EOF): a command substitution whose output is a heredoc's text.
@@ -34,6 +34,44 @@ class Value:
     @property
     def scalar(self) -> str:
         return " ".join(self.items) if self.array else (self.items[0] if self.items else "")
+
+
+def _opaque(substitution: str) -> str:
+    """An unknown command substitution as it stands in a value: its text without quotes and
+    backslashes, so that a value built around it (a JSON string) keeps the quoting it was written with."""
+    return substitution.translate({ord('"'): None, ord("'"): None, ord("\\"): None})
+
+
+_PRINTF_SPEC = re.compile(r"%(%|[-+ 0#]*\d*(?:\.\d+)?[sdifgeExXoc])")
+
+
+def _raw_words(text: str) -> list[str] | None:
+    """``text`` split at unquoted blanks, quotes kept (for the expander); None on an operator."""
+    words: list[str] = []
+    current = ""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char in "'\"":
+            end = skip_quoted(text, i)
+            current += text[i:end]
+            i = end
+        elif char == "\\":
+            current += text[i : i + 2]
+            i += 2
+        elif char.isspace():
+            if current:
+                words.append(current)
+            current = ""
+            i += 1
+        elif char in ";&|<>()`":
+            return None
+        else:
+            current += char
+            i += 1
+    if current:
+        words.append(current)
+    return words
 
 
 def _split_fields(value: str) -> list[str]:
@@ -99,6 +137,31 @@ class Expander:
             self.split = split
         return " ".join(f.text for f in fields)
 
+    def _printf(self, inner: str) -> str | None:
+        """``$(printf FORMAT ARGS...)`` with known arguments: what the builtin prints (a JSON config
+        assembled with printf, say); None when it cannot be told for sure."""
+        words = _raw_words(inner.strip())
+        if not words or words[0] != "printf" or len(words) < 2 or words[1].startswith("-"):
+            return None
+        values = [field.text for word in words[1:] for field in self.fields(word)]
+        template, args = values[0], values[1:]
+        if any(UNEXPANDED.search(value) for value in args):
+            return None
+        specs = [spec for spec in _PRINTF_SPEC.findall(template) if spec != "%"]
+        if len(specs) != len(args):
+            return None  # bash would repeat or pad the format: not followed
+        converted: list[object] = []
+        for spec, arg in zip(specs, args, strict=True):
+            try:
+                converted.append(int(arg, 0) if spec[-1] in "dioxXc" else float(arg) if spec[-1] in "feEgG" else arg)
+            except ValueError:
+                return None
+        try:
+            text = template.encode().decode("unicode_escape") if "\\" in template else template
+            return text % tuple(converted)
+        except (TypeError, ValueError, UnicodeDecodeError):
+            return None
+
     def quoted_string(self, text: str) -> str:
         """``text`` expanded as inside double quotes (an unquoted heredoc's body)."""
         fields: list[_Field] = [_Field()]
@@ -142,7 +205,7 @@ class Expander:
             elif char == "`":
                 end = raw.find("`", i + 1)
                 end = n if end < 0 else end
-                self._add(fields, raw[i : end + 1])
+                self._add(fields, _opaque(raw[i : end + 1]))
                 i = end + 1
             else:
                 self._add(fields, char)
@@ -162,7 +225,11 @@ class Expander:
                 value = body if heredoc.group("quote") else self.quoted_string(body)
                 self._emit(Value([value.rstrip("\n")], [0]), fields, quoted=quoted, each=False)
                 return end + 1
-            self._add(fields, raw[i : end + 1])  # command substitution: left as written
+            printed = self._printf(raw[i + 2 : end])
+            if printed is not None:
+                self._emit(Value([printed.rstrip("\n")], [0]), fields, quoted=quoted, each=False)
+                return end + 1
+            self._add(fields, _opaque(raw[i : end + 1]))  # command substitution: its output is not known
             return end + 1
         if nxt == "{":
             end = closing(raw, i + 2, "{", "}")
