@@ -62,6 +62,15 @@ def words_of(text: str) -> list[list[str]]:
             'D="$(cd "$(dirname "$0")" && pwd)"\nA="--m x --p $(get port)"\ncmd $D/m $A\n',
             [["cmd", "$(cd $(dirname $0) && pwd)/m", "--m", "x", "--p", "$(get port)"]],  # quotes dropped inside
         ),
+        # A test whose operands are known decides its branch; unknown tests read every branch, and a
+        # variable set in several of them keeps the first branch's value.
+        (
+            'R=""\nN=0\nif [[ -n "$R" ]]; then cmd r; fi\n'
+            'if [ "$N" -gt 0 ]; then cmd n; elif [ "$N" = 0 ]; then cmd z; else cmd e; fi\n'
+            'if [ "$C" -le 8 ]; then T=7; elif [ "$C" -le 16 ]; then T=3; else T=0; fi\ncmd $T\n',
+            [["[", "0", "=", "0", "]"], ["cmd", "z"], ["[", "$C", "-le", "8", "]"], ["[", "$C", "-le", "16", "]"],
+             ["cmd", "7"]],
+        ),
         # $(printf ...) with known arguments is what printf prints; an unknown substitution keeps a
         # JSON value's quoting intact.
         (

@@ -45,7 +45,7 @@ def _opaque(substitution: str) -> str:
 _PRINTF_SPEC = re.compile(r"%(%|[-+ 0#]*\d*(?:\.\d+)?[sdifgeExXoc])")
 
 
-def _raw_words(text: str) -> list[str] | None:
+def raw_words(text: str) -> list[str] | None:
     """``text`` split at unquoted blanks, quotes kept (for the expander); None on an operator."""
     words: list[str] = []
     current = ""
@@ -57,7 +57,7 @@ def _raw_words(text: str) -> list[str] | None:
             current += text[i:end]
             i = end
         elif char == "\\":
-            current += text[i : i + 2]
+            current += "" if text[i + 1 : i + 2] == "\n" else text[i : i + 2]  # a continuation joins lines
             i += 2
         elif char.isspace():
             if current:
@@ -140,7 +140,7 @@ class Expander:
     def _printf(self, inner: str) -> str | None:
         """``$(printf FORMAT ARGS...)`` with known arguments: what the builtin prints (a JSON config
         assembled with printf, say); None when it cannot be told for sure."""
-        words = _raw_words(inner.strip())
+        words = raw_words(inner.strip())
         if not words or words[0] != "printf" or len(words) < 2 or words[1].startswith("-"):
             return None
         values = [field.text for word in words[1:] for field in self.fields(word)]

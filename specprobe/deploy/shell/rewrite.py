@@ -88,6 +88,9 @@ class Rewrite:
     # Spans of command substitutions `$(...)`, hidden from bashlex (it stumbles on nested quotes in
     # them) and given back as written when a word is expanded: their output is never known here.
     substitutions: list[tuple[int, int]] = field(default_factory=list)
+    # `[[ ... ]]` tests rewritten as `true`: offset -> end, so that a test whose operands are known
+    # can still be evaluated (which branch of an `if` runs).
+    tests: dict[int, int] = field(default_factory=dict)
 
     def original(self, source: str, start: int, end: int) -> str:
         """``self.text[start:end]`` with the substitutions inside it as ``source`` wrote them."""
@@ -107,6 +110,7 @@ def rewrite_for_bashlex(text: str) -> Rewrite:
     arrays: dict[int, tuple[str, bool]] = {}
     case_groups: set[int] = set()
     substitutions: list[tuple[int, int]] = []
+    tests: dict[int, int] = {}
     case_depth: list[str] = []  # per open case: "pattern" (a pattern comes next) or "body"
     i = 0
     n = len(text)
@@ -168,6 +172,7 @@ def rewrite_for_bashlex(text: str) -> Rewrite:
                     end = text.find("]]", end + 2)
                 if end > 0:
                     _blank(chars, i, end + 2, "true", one_line=True)
+                    tests[i] = end + 2
                     i = end + 2
                     continue
             if text.startswith("((", i):
@@ -208,7 +213,7 @@ def rewrite_for_bashlex(text: str) -> Rewrite:
             i += length
             continue
         i += 1
-    return Rewrite("".join(chars), arrays, case_groups, substitutions)
+    return Rewrite("".join(chars), arrays, case_groups, substitutions, tests)
 
 
 def _hide_substitutions(

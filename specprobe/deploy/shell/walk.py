@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from specprobe.deploy.shell.expand import Expander, Value
+from specprobe.deploy.shell.expand import Expander, Value, raw_words
 from specprobe.deploy.shell.model import ASSIGNMENT, MAX_WORDS, NAME, UNEXPANDED, SimpleCommand
 from specprobe.deploy.shell.rewrite import Rewrite
 from specprobe.findings import SpecprobeError
@@ -20,6 +20,40 @@ _MAX_LOOP = 16  # a `for` body is read once per word, for this many words at mos
 # `x=$2`, `x="${OPTARG}"`: a value that is one reference and nothing else (argument parsing).
 _SOLE_REFERENCE = re.compile(r'^"?\$(\{[A-Za-z0-9_@*#?]+\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*])"?$')
 _DECLARATIONS = frozenset({"export", "local", "readonly", "declare", "typeset"})
+
+
+_INTEGER_TESTS = {
+    "-eq": lambda a, b: a == b,
+    "-ne": lambda a, b: a != b,
+    "-gt": lambda a, b: a > b,
+    "-ge": lambda a, b: a >= b,
+    "-lt": lambda a, b: a < b,
+    "-le": lambda a, b: a <= b,
+}
+
+
+def _evaluate(operands: list[str]) -> bool | None:
+    """A test's result from its expanded operands; None when an operand is not known or the test is
+    not one of the plain forms (``-n``, ``-z``, ``=``, ``!=``, integer comparisons, ``!``)."""
+    if any(UNEXPANDED.search(operand) for operand in operands):
+        return None
+    if operands[:1] == ["!"]:
+        inner = _evaluate(operands[1:])
+        return None if inner is None else not inner
+    if len(operands) == 1:
+        return operands[0] != ""
+    if len(operands) == 2 and operands[0] in ("-n", "-z"):
+        return (operands[1] != "") == (operands[0] == "-n")
+    if len(operands) == 3:
+        left, operator, right = operands
+        if operator in ("=", "==", "!=") and not any(char in right for char in "*?["):
+            return (left == right) == (operator != "!=")
+        if operator in _INTEGER_TESTS:
+            try:
+                return bool(_INTEGER_TESTS[operator](int(left), int(right)))
+            except ValueError:
+                return None
+    return None
 
 
 class Walker:
@@ -57,6 +91,9 @@ class Walker:
         if kind == "for":
             self._for(node, positional)
             return
+        if kind == "if":
+            self._if(node, positional)
+            return
         children = getattr(node, "parts", None) or getattr(node, "list", None) or []
         first: Any = children[0] if children else None
         branch = kind in ("if", "for", "while", "until") or (
@@ -68,6 +105,73 @@ class Walker:
                 self.walk(child, positional)
         finally:
             self.conditional -= branch
+
+    def _if(self, node: Any, positional: list[str] | None) -> None:
+        """``if``/``elif``/``else``: a branch whose test is known to fail is skipped, the first known to
+        pass ends the chain; branches whose test is not known are all read, and a variable set in
+        more than one of them keeps the first branch's value (the case the file puts first)."""
+        parts = list(node.parts)
+        branches: list[tuple[Any, Any]] = []
+        k = 0
+        while k < len(parts):
+            part = parts[k]
+            word = getattr(part, "word", None) if getattr(part, "kind", None) == "reservedword" else None
+            if word in ("if", "elif") and k + 3 < len(parts):
+                branches.append((parts[k + 1], parts[k + 3]))
+                k += 4
+            elif word == "else" and k + 1 < len(parts):
+                branches.append((None, parts[k + 1]))
+                k += 2
+            else:
+                k += 1
+        first_values: dict[str, Value] = {}
+        self.conditional += 1
+        try:
+            for condition, body in branches:
+                verdict = True if condition is None else self._test(condition, positional)
+                if verdict is False:
+                    continue
+                if condition is not None:
+                    self.walk(condition, positional)  # a test may run commands too
+                before = dict(self.scope)
+                self.walk(body, positional)
+                for name, value in list(self.scope.items()):
+                    if before.get(name) is not value:
+                        if name in first_values:
+                            self.scope[name] = first_values[name]
+                        else:
+                            first_values[name] = value
+                if verdict is True:
+                    break
+        finally:
+            self.conditional -= 1
+
+    def _test(self, condition: Any, positional: list[str] | None) -> bool | None:
+        """Whether ``[ ... ]``, ``test ...`` or ``[[ ... ]]`` passes, when its operands are known."""
+        commands = [p for p in getattr(condition, "parts", [condition]) if getattr(p, "kind", None) == "command"]
+        if getattr(condition, "kind", None) == "command":
+            commands = [condition]
+        if len(commands) != 1:
+            return None
+        words = [p for p in commands[0].parts if getattr(p, "kind", None) == "word"]
+        if not words:
+            return None
+        expander = Expander(self.scope, positional)
+        end = self.rewrite.tests.get(words[0].pos[0])
+        if end is not None:
+            raw = raw_words(self.source[words[0].pos[0] + 2 : end - 2])
+            if raw is None:
+                return None
+            operands = [" ".join(f.text for f in expander.fields(word)) for word in raw]
+        else:
+            operands = [" ".join(f.text for f in expander.fields(self._raw(word))) for word in words]
+            if operands[:1] == ["["] and operands[-1:] == ["]"]:
+                operands = operands[1:-1]
+            elif operands[:1] == ["test"]:
+                operands = operands[1:]
+            else:
+                return None
+        return _evaluate(operands)
 
     def _heredoc_text(self, redirect: Any, expander: Expander) -> tuple[str, int]:
         """The text of a heredoc redirect (expanded unless its delimiter is quoted) and its first line."""
