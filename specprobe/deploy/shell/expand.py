@@ -145,13 +145,16 @@ class Expander:
             return None
         values = [field.text for word in words[1:] for field in self.fields(word)]
         template, args = values[0], values[1:]
-        if any(UNEXPANDED.search(value) for value in args):
-            return None
         specs = [spec for spec in _PRINTF_SPEC.findall(template) if spec != "%"]
         if len(specs) != len(args):
             return None  # bash would repeat or pad the format: not followed
         converted: list[object] = []
         for spec, arg in zip(specs, args, strict=True):
+            if UNEXPANDED.search(arg):
+                if spec[-1] != "s":
+                    return None  # a number that is not known: the output is not either
+                converted.append(_opaque(arg))  # left as written, its text kept for the report
+                continue
             try:
                 converted.append(int(arg, 0) if spec[-1] in "dioxXc" else float(arg) if spec[-1] in "feEgG" else arg)
             except ValueError:
