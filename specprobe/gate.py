@@ -348,18 +348,37 @@ def gate_deployments(
 
 
 def gate_paths(
-    paths: Sequence[str], *, engine: EngineSpec | None = None, strict: bool = False, smoke: bool = False
+    paths: Sequence[str],
+    *,
+    engine: EngineSpec | None = None,
+    strict: bool = False,
+    smoke: bool = False,
+    stdin_filename: str | None = None,
 ) -> Report:
-    """Parse every file into deployments and gate them; an unreadable or unrecognised file raises
-    SpecprobeError (exit 2), bad content inside a readable file is a finding."""
-    from specprobe.deploy.loader import load_deployments
+    """Parse every file into deployments and gate them. A missing or unreadable path raises
+    SpecprobeError (exit 2), as does input with nothing in it (empty stdin, or every file empty: "no
+    input"); a broken or foreign file is a finding for that file and the others are still gated."""
+    from specprobe.deploy.loader import EmptyInputError, load_deployments
 
     deployments: list[Deployment] = []
     notes: list[Finding] = []
+    empty: list[str] = []
     for path in paths:
-        found, file_findings = load_deployments(path)
+        try:
+            found, file_findings = load_deployments(path, stdin_name=stdin_filename)
+        except EmptyInputError:
+            if path == "-":
+                raise SpecprobeError("no input") from None
+            empty.append(path)
+            continue
         deployments.extend(found)
         notes.extend(file_findings)
+    if empty and len(empty) == len(paths):
+        raise SpecprobeError("no input")
+    for path in empty:
+        note = deploy_rules.NO_LAUNCH.finding(f"{path}: empty (only blanks and comments)", location=path)
+        note.file, note.line = path, 1
+        notes.append(note)
     return gate_deployments(
         deployments, engine=engine, strict=strict, files=paths, extra_findings=notes, smoke=smoke
     )

@@ -68,6 +68,14 @@ def _gate(
     baseline: BaselineOption = None,
     update_baseline: UpdateBaselineOption = False,
     sarif_level: SarifLevelOption = None,
+    stdin_filename: Annotated[
+        str | None,
+        typer.Option(
+            "--stdin-filename",
+            help="Name for the input read from `-` (stdin): used in locations, and its name tells the form "
+            "(Dockerfile, serve.sh, deploy.yaml).",
+        ),
+    ] = None,
     smoke: Annotated[
         bool,
         typer.Option(
@@ -93,7 +101,7 @@ def _gate(
 
         report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict, smoke=smoke)
     else:
-        report = gate_paths(given, engine=spec, strict=strict, smoke=smoke)
+        report = gate_paths(given, engine=spec, strict=strict, smoke=smoke, stdin_filename=stdin_filename)
     emit(
         report,
         fmt,

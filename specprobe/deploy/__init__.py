@@ -1,5 +1,7 @@
-"""Deployments: every input form (launch command, shell script, Kubernetes, compose, Dockerfile,
-vLLM --config, specprobe's own manifest) parsed into one ``Deployment`` model that lint and gate run on.
+"""Deployments: every input form (launch command, shell script, Kubernetes and any custom resource
+holding a container, compose, Dockerfile, Ray Serve LLM config, SkyPilot task, llm-d values, vLLM
+recipe, srt-slurm recipe, vLLM --config, specprobe's own manifest, rendered Helm charts and kustomize overlays) parsed
+into one ``Deployment`` model that lint and gate run on.
 
 This package imports no YAML or TOML reader at import time; ``specprobe.deploy.loader`` does, when a file is read.
 """

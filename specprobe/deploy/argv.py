@@ -1,26 +1,25 @@
 """A serve command's argument vector read as the engine's argparse would, without importing the engine.
 
-Recognised launchers: ``vllm serve``, ``python -m vllm.entrypoints.openai.api_server``,
-``python -m vllm.entrypoints.cli.main serve``, ``sglang serve``, ``python -m sglang.launch_server``,
-each optionally behind ``exec``, ``env [VAR=x ...]`` or ``VAR=x`` prefixes. Each flag remembers the
+Launchers are data (``specprobe/data/launchers.yaml``: ``vllm serve``, ``python -m
+sglang.launch_server``, NVIDIA Dynamo's ``python -m dynamo.vllm`` ...), each optionally behind
+``exec``, ``env [VAR=x ...]`` or ``VAR=x`` prefixes. Each flag remembers the
 index of the token it came from, so that a deployment file can point at the line of that token.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from functools import lru_cache
+from importlib import resources
 
+from specprobe.deploy.launchers import EngineLauncher, match_engine
 from specprobe.findings import SpecprobeError
 
-SGLANG_MODULES = ("sglang.launch_server", "sglang.srt.server")
-VLLM_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main", "vllm.entrypoints.api_server")
 # Short spellings both engines accept for flags that matter here.
 SHORT_FLAGS = {"-sc": "--speculative-config", "-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-# Python options that take a separate argument (python -X importtime -m ...).
-_PYTHON_OPTIONS_WITH_VALUE = ("-X", "-W", "-Q")
 
 
 @dataclass
@@ -40,6 +39,8 @@ class ServeCommand:
     value_positions: dict[str, int] = field(default_factory=dict)
     model_index: int | None = None
     env: dict[str, str] = field(default_factory=dict)  # VAR=x prefixes of the command itself
+    launcher: str | None = None  # the launcher's name in data/launchers.yaml
+    launcher_flags: dict[str, str | None] = field(default_factory=dict)  # read by the launcher itself
 
     def get(self, flag: str) -> str | None:
         return self.flags.get(flag)
@@ -51,6 +52,31 @@ class ServeCommand:
 def normalise_flag(flag: str) -> str:
     """vLLM and SGLang accept --snake_case and --kebab-case alike."""
     return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else SHORT_FLAGS.get(flag, flag)
+
+
+@lru_cache(maxsize=2)
+def _speculative_flags(engine: str) -> frozenset[str]:
+    """Every ``--speculative-*`` flag any shipped snapshot of ``engine`` declares (aliases included)."""
+    try:
+        text = resources.files("specprobe").joinpath("data", "schemas", engine, "_shared.json").read_text("utf-8")
+        objects = json.loads(text).get("objects", {})
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(
+        flag for entry in objects.values() if isinstance(entry, dict) for flag in entry.get("flags") or ()
+    )
+
+
+def _unabbreviated(flag: str, engine: str) -> str:
+    """The flag argparse reads for a unique prefix of a speculative flag (``--speculative-algo``): SGLang's
+    parser allows abbreviations, and recipes use them."""
+    if not flag.startswith("--speculative-"):
+        return flag
+    known = _speculative_flags(engine)
+    if flag in known:
+        return flag
+    matches = [known_flag for known_flag in known if known_flag.startswith(flag)]
+    return matches[0] if len(matches) == 1 else flag
 
 
 def _skip_prefixes(argv: list[str]) -> tuple[int, dict[str, str]]:
@@ -70,45 +96,19 @@ def _skip_prefixes(argv: list[str]) -> tuple[int, dict[str, str]]:
     return i, env
 
 
-def _python_module(argv: list[str], start: int) -> tuple[str, int] | None:
-    """For ``python [opts] -m MODULE ...`` the module and the index after it."""
-    head = PurePosixPath(argv[start]).name
-    if not re.fullmatch(r"python(\d+(\.\d+)?)?", head):
+def detect_launcher(argv: list[str]) -> tuple[EngineLauncher, int, dict[str, str]] | None:
+    """(launcher, index of the first engine argument, env prefixes) for a serve command, else None."""
+    start, env = _skip_prefixes(argv)
+    found = match_engine(argv, start)
+    if found is None:
         return None
-    i = start + 1
-    while i < len(argv):
-        token = argv[i]
-        if token == "-m":
-            return (argv[i + 1], i + 2) if i + 1 < len(argv) else None
-        if token.startswith("-m") and len(token) > 2:
-            return token[2:], i + 1
-        if token in _PYTHON_OPTIONS_WITH_VALUE:
-            i += 2
-        elif token.startswith("-"):
-            i += 1
-        else:
-            return None  # python script.py: not an engine launcher we know
-    return None
+    return found[0], found[1], env
 
 
 def detect_engine(argv: list[str]) -> tuple[str, int, dict[str, str]] | None:
     """(engine, index of the first engine argument, env prefixes) for a serve command, else None."""
-    start, env = _skip_prefixes(argv)
-    if start >= len(argv):
-        return None
-    head = PurePosixPath(argv[start]).name
-    following = argv[start + 1] if start + 1 < len(argv) else None
-    if head in ("vllm", "sglang") and following == "serve":
-        return head, start + 2, env
-    module = _python_module(argv, start)
-    if module is None:
-        return None
-    name, rest = module
-    if name in SGLANG_MODULES:
-        return "sglang", rest, env
-    if name in VLLM_MODULES:
-        return "vllm", rest + 1 if argv[rest : rest + 1] == ["serve"] else rest, env
-    return None
+    found = detect_launcher(argv)
+    return (found[0].engine, found[1], found[2]) if found is not None else None
 
 
 def looks_like_serve_command(argv: list[str]) -> bool:
@@ -119,13 +119,15 @@ def parse_command(argv: list[str]) -> ServeCommand:
     """Parse the argument vector as the engine's argparse would; SpecprobeError when it is no serve command."""
     if not argv:
         raise SpecprobeError("no command to lint: give it after --, e.g. specprobe lint -- vllm serve MODEL ...")
-    detected = detect_engine(argv)
+    detected = detect_launcher(argv)
     if detected is None:
         raise SpecprobeError(
             "not a serve command: expected `vllm serve MODEL ...` or `python -m sglang.launch_server ...`"
         )
-    engine, start, env = detected
-    command = ServeCommand(engine=engine, model=None, env=env)
+    launcher, start, env = detected
+    engine = launcher.engine
+    command = ServeCommand(engine=engine, model=None, env=env, launcher=launcher.name)
+    launcher_positions: dict[str, int] = {}
     i = start
     if engine == "vllm" and i < len(argv) and not argv[i].startswith("-"):
         command.model, command.model_index = argv[i], i
@@ -137,7 +139,25 @@ def parse_command(argv: list[str]) -> ServeCommand:
             continue
         name, eq, inline = token.partition("=")
         flag = normalise_flag(name)
+        if launcher.abbreviations:
+            flag = _unabbreviated(flag, engine)
         value: str | None = inline if eq else None
+        negated = "--" + flag[5:] if flag.startswith("--no-") else None
+        prefixed = bool(launcher.own_flag_prefixes) and flag.startswith(launcher.own_flag_prefixes)
+        if (
+            flag in launcher.own_flags
+            or (negated in launcher.own_flags and not launcher.own_flags[negated])
+            or prefixed
+        ):
+            # The launcher's own flag (a Dynamo worker's --endpoint): never handed to the engine.
+            following = argv[i + 1] if i + 1 < len(argv) else None
+            known = launcher.own_flags.get(flag, False)
+            guessed = prefixed and following is not None and not following.startswith("-")
+            takes = (known or guessed) and not eq and following is not None
+            command.launcher_flags[flag] = argv[i + 1] if takes else value
+            launcher_positions[flag] = i + 1 if takes else i
+            i += 2 if takes else 1
+            continue
         if not eq:
             following = argv[i + 1] if i + 1 < len(argv) else None
             # A value never starts with "--"; a negative number or a JSON object does not either.
@@ -154,6 +174,12 @@ def parse_command(argv: list[str]) -> ServeCommand:
         command.positions[flag] = i
         command.value_positions[flag] = i
         i += 1
+    if command.model is None:
+        for flag in launcher.model_flags:
+            if command.launcher_flags.get(flag):
+                command.model = command.launcher_flags[flag]
+                command.model_index = launcher_positions.get(flag)
+                break
     if command.model is None:
         for flag in ("--model-path", "--model"):
             if command.get(flag):

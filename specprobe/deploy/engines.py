@@ -24,6 +24,9 @@ VLLM_ENTRYPOINT = ("vllm", "serve")
 # SGLang's images set no ENTRYPOINT: arguments alone are run as the command.
 _NO_ENTRYPOINT_IMAGE = re.compile(r"(^|/)lmsysorg/sglang$")
 _LIVE_TIMEOUT_S = 20.0
+# Images that bundle an engine under another project's release numbers (NVIDIA Dynamo's
+# ai-dynamo/vllm-runtime:0.6.1 is Dynamo 0.6.1): their tag is no engine version.
+_BUNDLING_IMAGE = re.compile(r"(^|/)ai-dynamo/|(^|/)dynamo[^/]*$|(^|/)llm-d[^/]*$")
 
 
 def split_image(image: str) -> tuple[str, str | None]:
@@ -49,7 +52,7 @@ def image_engine(image: str) -> str | None:
 
 def image_version(image: str, engine: str) -> str | None:
     """The engine release an image tag names, when the image is that engine's; latest/nightly/digests: None."""
-    if image_engine(image) != engine:
+    if image_engine(image) != engine or _BUNDLING_IMAGE.search(split_image(image)[0].lower()):
         return None
     tag = split_image(image)[1]
     if tag is None:

@@ -1,5 +1,7 @@
-"""Kubernetes manifests (Deployment, StatefulSet, Pod, Job, CronJob, DaemonSet, List, and any custom
-resource that embeds a pod spec, e.g. LeaderWorkerSet) parsed into deployments.
+"""Kubernetes manifests (Deployment, StatefulSet, Pod, Job, CronJob, DaemonSet, List) and any custom
+resource that holds a container (LeaderWorkerSet, KServe ServingRuntime/InferenceService, OME
+ClusterServingRuntime ``engineConfig.runner``, NVIDIA Dynamo ``DynamoGraphDeployment``
+``extraPodSpec.mainContainer``, llm-d), found by shape rather than by kind, parsed into deployments.
 
 Every container is read (init containers and sidecars count only when they run an engine): its
 ``command`` + ``args`` with ``$(VAR)`` expanded from its ``env`` the way the kubelet does, ``args``
@@ -9,13 +11,14 @@ alone run through the image's entrypoint, and the ``["/bin/sh", "-c", "<script>"
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from specprobe.deploy.launch import (
     ContainerRun,
     container_deployments,
 )
+from specprobe.deploy.launchers import launchers
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line, load_documents, relocate
 from specprobe.findings import Finding, SpecprobeError
@@ -45,29 +48,96 @@ def is_kubernetes(documents: list[Any]) -> bool:
     return any(isinstance(d, dict) and "apiVersion" in d and "kind" in d for d in documents)
 
 
-def _pod_specs(node: Any) -> list[LineDict]:
-    """Every mapping under ``node`` that holds a ``containers`` list (a pod spec), not descending into them."""
-    found: list[LineDict] = []
-    stack: list[tuple[Any, int]] = [(node, 0)]
+def _is_container(node: LineDict) -> bool:
+    """A container by shape: an image and what it runs (a pod's container, OME's ``engineConfig.runner``,
+    Dynamo's ``extraPodSpec.mainContainer``, KServe's ``containers``, a Tekton step's or an Argo
+    template's ``script``)."""
+    return isinstance(node.get("image"), str) and any(key in node for key in ("command", "args", "script"))
+
+
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
+Script = tuple[str, int, bool]  # text, first line in the file, whether its lines follow the file
+
+
+def _config_scripts(objects: list[LineDict]) -> dict[str, Script]:
+    """Scripts held in ConfigMaps of the file (``start.sh: |``), by key: a container that runs
+    ``bash /scripts/start.sh`` from a mounted ConfigMap runs this text."""
+    scripts: dict[str, Script] = {}
+    for obj in objects:
+        data = obj.get("data")
+        if obj.get("kind") != "ConfigMap" or not isinstance(data, LineDict):
+            continue
+        for key, value in data.items():
+            if (
+                isinstance(key, str)
+                and isinstance(value, str)
+                and (key.endswith((".sh", ".bash")) or value.startswith("#!"))
+            ):
+                scripts[key] = (value, *block_first_line(data, key))
+    return scripts
+
+
+def _script_words(
+    script: Script, shell: str, line: int | None
+) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]]:
+    text, first_line, follows = script
+    return [shell, "-c", text], [line, line, first_line], {2: (first_line, follows)}
+
+
+def _mounted_script(
+    words: list[str], lines: list[int | None], origins: dict[int, tuple[int, bool]], scripts: dict[str, Script]
+) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]]:
+    """``bash /path/start.sh ARGS`` or ``/path/start.sh`` where ``start.sh`` is a ConfigMap script of the
+    same file: the script's text, read as ``bash -c``, with its own lines."""
+    if not words or not scripts:
+        return words, lines, origins
+    head = PurePosixPath(words[0]).name
+    at = 0
+    if head in _SHELLS:
+        at = 1
+        while at < len(words) and words[at].startswith("-") and "c" not in words[at][1:]:
+            at += 1
+        if at >= len(words) or words[at].startswith("-"):
+            return words, lines, origins
+    script = scripts.get(PurePosixPath(words[at]).name)
+    if script is None:
+        return words, lines, origins
+    return _script_words(script, words[0] if at else "/bin/sh", lines[at])
+
+
+def _is_model_spec(node: LineDict) -> bool:
+    """An image-less mapping that gives an engine its arguments through an operator (KServe
+    InferenceService ``spec.predictor.model``: ``modelFormat`` + ``args``)."""
+    args = node.get("args")
+    return "image" not in node and isinstance(args, LineList) and all(isinstance(a, str) for a in args)
+
+
+def containers(node: Any) -> list[tuple[LineDict, list[str]]]:
+    """Every container-like mapping under ``node`` with its key path, found by shape, not by kind: the
+    items of ``containers``/``initContainers`` lists, any mapping with ``image`` and ``command``/``args``,
+    and image-less ``args`` mappings (found through an operator); containers are not descended into."""
+    found: list[tuple[LineDict, list[str]]] = []
+    stack: list[tuple[Any, list[str]]] = [(node, [])]
     seen: set[int] = set()
     visited = 0
     while stack and visited < _MAX_WALK:
-        current, depth = stack.pop()
-        if id(current) in seen or depth > _MAX_DEPTH:
+        current, path = stack.pop()
+        if id(current) in seen or len(path) > _MAX_DEPTH:
             continue
         seen.add(id(current))
         visited += 1
         if isinstance(current, LineDict):
-            if isinstance(current.get("containers"), list):
-                found.append(current)
+            in_list = len(path) >= 2 and path[-2] in _CONTAINER_LISTS
+            if path and (in_list or _is_container(current) or (_is_model_spec(current) and path[-1] != "spec")):
+                found.append((current, path))
                 continue
-            stack.extend((value, depth + 1) for value in reversed(list(current.values())))
+            stack.extend((value, [*path, str(key)]) for key, value in reversed(list(current.items())))
         elif isinstance(current, LineList):
-            stack.extend((value, depth + 1) for value in reversed(current))
+            stack.extend((value, [*path, str(index)]) for index, value in reversed(list(enumerate(current))))
     return found
 
 
-def _strings(
+def container_words(
     container: LineDict, key: str, name: str, problems: list[Finding]
 ) -> tuple[list[str], list[int | None], dict[int, tuple[int, bool]]] | None:
     """A container's command or args as strings with their lines; a wrong type is a finding."""
@@ -127,6 +197,13 @@ def _device(container: LineDict) -> str | None:
     return None
 
 
+def _format_entrypoint(container: LineDict) -> tuple[str, ...] | None:
+    """The entrypoint of the runtime serving ``modelFormat.name`` (data/launchers.yaml), if known."""
+    model_format = container.get("modelFormat")
+    name = model_format.get("name") if isinstance(model_format, dict) else None
+    return launchers().model_formats.get(str(name).lower()) if isinstance(name, str) else None
+
+
 def _container(
     container: LineDict,
     name: str,
@@ -135,21 +212,39 @@ def _container(
     configs: dict[str, LineDict],
     *,
     config_data: dict[str, dict[str, str]],
+    scripts: dict[str, Script],
 ) -> tuple[list[Deployment], list[Finding]]:
     problems: list[Finding] = []
     image = container.get("image") if isinstance(container.get("image"), str) else None
     env = _environment(container, config_data)
-    command = _strings(container, "command", name, problems)
-    args = _strings(container, "args", name, problems)
+    command = container_words(container, "command", name, problems)
+    args = container_words(container, "args", name, problems)
     words: list[str] = []
     lines: list[int | None] = []
     origins: dict[int, tuple[int, bool]] = {}
+    runtime = _format_entrypoint(container) if image is None and command is None else None
+    script = container.get("script")
+    if isinstance(script, str) and command is None:
+        # Tekton step / Argo `script`: the text runs as a script (its shebang's shell; sh here).
+        command = _script_words(
+            (script, *block_first_line(container, "script")), "/bin/sh", container.line_of("script")
+        )
+    source = script.get("source") if isinstance(script, dict) else container.get("source")
+    if isinstance(source, str) and command is not None and command[0] and PurePosixPath(command[0][0]).name in _SHELLS:
+        # Argo script template: `command: [bash]` runs the file written from `source`.
+        first, follows = block_first_line(container, "source")
+        command = ([*command[0], "-c", source], [*command[1], first, first], {len(command[0]) + 1: (first, follows)})
+    if runtime is not None:
+        # KServe's predictor.model: the runtime chosen for the model format runs these arguments.
+        line = container.line_of("modelFormat")
+        command = (list(runtime), [line] * len(runtime), {})
     for part in (command, args):
         if part is not None:
             for index, origin in part[2].items():
                 origins[len(words) + index] = origin
             words.extend(expand_references(w, env) for w in part[0])
             lines.extend(part[1])
+    words, lines, origins = _mounted_script(words, lines, origins, scripts)
     run = ContainerRun(
         container,
         words,
@@ -214,6 +309,7 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
     findings: list[Finding] = []
     objects = _documents(documents)
     configs = _config_maps(objects, file)
+    scripts = _config_scripts(objects)
     config_data = {
         str(obj["metadata"].get("name")): {str(k): str(v) for k, v in obj["data"].items() if v is not None}
         for obj in objects
@@ -225,18 +321,17 @@ def parse_kubernetes(documents: list[Any], file: str, base_dir: Path) -> tuple[l
         kind = str(obj.get("kind") or "Object")
         metadata = obj.get("metadata")
         object_name = str(metadata.get("name") or "unnamed") if isinstance(metadata, dict) else "unnamed"
-        for pod in _pod_specs(obj):
-            for list_key in _CONTAINER_LISTS:
-                containers = pod.get(list_key)
-                if not isinstance(containers, list):
-                    continue
-                for index, container in enumerate(containers):
-                    if not isinstance(container, LineDict):
-                        continue
-                    container_name = str(container.get("name") or f"{list_key}[{index}]")
-                    section = "initContainer" if list_key == "initContainers" else "container"
-                    name = f"k8s/{kind}/{object_name}/{section}/{container_name}"
-                    found, notes = _container(container, name, file, base_dir, configs, config_data=config_data)
-                    deployments.extend(found)
-                    findings.extend(notes)
+        for container, path in containers(obj):
+            if len(path) >= 2 and path[-2] in _CONTAINER_LISTS:
+                section = "initContainer" if path[-2] == "initContainers" else "container"
+                name = f"k8s/{kind}/{object_name}/{section}/{container.get('name') or f'{path[-2]}[{path[-1]}]'}"
+            else:
+                name = f"k8s/{kind}/{object_name}/{'.'.join(path)}"
+            found, notes = _container(
+                container, name, file, base_dir, configs, config_data=config_data, scripts=scripts
+            )
+            if not found and "image" not in container:
+                continue  # an image-less args mapping that runs no engine is not a container at all
+            deployments.extend(found)
+            findings.extend(notes)
     return deployments, findings

@@ -8,13 +8,15 @@ image's entrypoint (``vllm/vllm-openai`` runs ``vllm serve``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
+from specprobe.deploy.launchers import unwrap
 from specprobe.deploy.model import Deployment, deployment_from_argv
-from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, split_commands
+from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
 from specprobe.deploy.yamlsource import LineDict
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import deploy as rules
@@ -37,14 +39,6 @@ _RUN_VALUE_OPTIONS = frozenset(
         "--user", "--userns", "--uts", "-v", "--volume", "--volumes-from", "-w", "--workdir", "--entrypoint",
     }
 )
-# Wrappers that run the rest of the line: name -> number of words they take before it.
-_WRAPPERS = {
-    "nohup": 0, "time": 0, "stdbuf": 0, "numactl": 0, "taskset": 1, "timeout": 1, "nice": 0, "exec": 0,
-    "tini": 0, "dumb-init": 0, "catatonit": 0,
-}
-_RUNNERS = {"uv": "run", "poetry": "run", "pipenv": "run", "pdm": "run", "hatch": "run", "conda": "run",
-            "mamba": "run", "micromamba": "run", "pixi": "run", "rye": "run"}
-_RUNNER_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--with", "--python", "--env", "-e", "--project"})
 MAX_DEPTH = 4
 
 
@@ -70,31 +64,6 @@ def shown_command(words: list[str], limit: int = 4) -> str:
     """The first words of a command for a message, each cut short."""
     shown = " ".join(word if len(word) <= 40 else word[:37] + "..." for word in words[:limit])
     return shown + (" ..." if len(words) > limit else "")
-
-
-def _unwrap(argv: list[str], lines: list[int | None]) -> tuple[list[str], list[int | None]]:
-    """Drop wrappers (nohup, timeout 3600, uv run, conda run -n env) in front of the real command."""
-    i = 0
-    while i < len(argv):
-        head = PurePosixPath(argv[i]).name
-        if head == "env":
-            i += 1
-            while i < len(argv) and (argv[i].startswith("-") or "=" in argv[i]):
-                i += 1
-        elif head in _WRAPPERS:
-            i += 1
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 1
-            i += _WRAPPERS[head]
-        elif head in _RUNNERS and i + 1 < len(argv) and argv[i + 1] == _RUNNERS[head]:
-            i += 2
-            while i < len(argv) and argv[i].startswith("-"):
-                i += 2 if argv[i] in _RUNNER_VALUE_OPTIONS else 1
-            if i < len(argv) and argv[i] == "--":
-                i += 1
-        else:
-            break
-    return argv[i:], lines[i:]
 
 
 def _shell_script(argv: list[str]) -> int | None:
@@ -235,7 +204,7 @@ def find_launches(
     found = Search()
     scope = dict(variables or {})
     given = len(argv)
-    argv, lines = _unwrap(argv, lines)
+    argv, lines = unwrap(argv, lines)
     dropped = given - len(argv)
     if not argv or depth > MAX_DEPTH:
         return found
@@ -247,15 +216,17 @@ def find_launches(
         origin = (text_origin or {}).get(script_at + dropped)
         first_line, follows = origin if origin is not None else (lines[script_at] or 1, True)
         try:
-            commands = split_commands(
-                argv[script_at], first_line=first_line, lines_follow_text=follows, variables=scope
-            )
+            script = parse_script(argv[script_at], first_line=first_line, lines_follow_text=follows, variables=scope)
         except ShellSyntaxError as exc:
             bad = rules.VALUE.finding(f"the shell script given to {argv[0]} -c cannot be read: {exc}")
             bad.line = exc.line
             found.findings.append(bad)
             return found
-        for command in commands:
+        for message, line in script.notes:
+            note = rules.NOT_EXAMINED.finding(message, location=argv[0])
+            note.line = line
+            found.findings.append(note)
+        for command in script.commands:
             inner = find_launches(
                 command.words, list(command.lines), image=image, variables=command.variables, depth=depth + 1
             )
@@ -299,6 +270,48 @@ def _unexpanded_notes(deployment: Deployment) -> list[Finding]:
         )
         note.line = deployment.source.argv_line(index)
         notes.append(note)
+    return notes
+
+
+# A word holding a flag after a blank (" --model-path m --tp 2"): flags an engine would need split.
+_JOINED_FLAGS = re.compile(r"(^|\s)--?[A-Za-z][A-Za-z0-9_-]*")
+
+
+def _joined_flag_notes(deployment: Deployment) -> list[Finding]:
+    """One error per launch argument that holds several flags in one word.
+
+    The shell passes ``"$ARGS"`` (quoted) as a single argument, and a YAML list item
+    ``"--model m --port 1"`` is a single argument too; argparse then sees one positional it does not
+    accept (or takes it as the model), and the server refuses to start."""
+    command = deployment.command
+    if command is None:
+        return []
+    detected = detect_engine(deployment.argv)
+    start = detected[1] if detected is not None else 0
+    flag_tokens = set(command.positions.values())
+    notes = []
+    values = set(command.value_positions.values()) - flag_tokens
+    for index in range(start, len(deployment.argv)):
+        word = deployment.argv[index]
+        if index in flag_tokens:
+            joined = any(char.isspace() for char in word.partition("=")[0])  # "--port 8000" as one word
+        elif index in values:
+            # A flag's value may hold blanks (a chat template, JSON); one that hides more flags may not.
+            joined = word[:1].isspace() or bool(re.search(r"\s--[A-Za-z]", word))
+        else:
+            joined = bool(_JOINED_FLAGS.search(word)) and any(char.isspace() for char in word)
+        # A word still holding `$(...)` or an unset variable is not known: what it splits into is not either.
+        if joined and not word.lstrip().startswith(("{", "[")) and not UNEXPANDED.search(word):
+            note = rules.VALUE.finding(
+                f"the launch argument {shown_command([word], 1)!r} holds several flags in one word: the engine "
+                "receives it as one argument (a quoted \"$VAR\" or one YAML item), reads no flag from it and "
+                "refuses to start (unrecognized arguments, or no model)",
+                location=word.strip()[:40],
+                hint='Split it: leave the variable unquoted ($ARGS), or build an array and run "${ARGS[@]}"; in '
+                "YAML give each flag and value as its own list item.",
+            )
+            note.line = deployment.source.argv_line(index)
+            notes.append(note)
     return notes
 
 
@@ -367,6 +380,7 @@ def to_deployments(
         deployment.env = {**launch.variables, **deployment.env}
         if deployment.device is None and device is not None:
             deployment.device = device
+        deployment.findings.extend(_joined_flag_notes(deployment))
         deployment.findings.extend(_unexpanded_notes(deployment))
         deployments.append(deployment)
     if deployments:

@@ -23,7 +23,10 @@ _MARKERS = ("model", "speculative_config", "speculative-config", "served_model_n
 
 def is_vllm_config(documents: list[Any]) -> bool:
     first = documents[0] if len(documents) == 1 else None
-    return isinstance(first, dict) and any(key in first for key in _MARKERS)
+    if not isinstance(first, dict) or not any(key in first for key in _MARKERS):
+        return False
+    # vLLM's config holds flag values: a `model` that is a mapping (a recipe's metadata) is no flag.
+    return not isinstance(first.get("model"), dict | list)
 
 
 def _jsonable(value: Any) -> Any:

@@ -89,6 +89,19 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
+def _construct_tagged(loader: _LineLoader, _suffix: str, node: yaml.Node) -> Any:
+    """A value under an application tag (lm-eval's ``!function``, CloudFormation's ``!Ref``): read as
+    the plain value it tags. Nothing is constructed from the tag itself, so no code runs."""
+    if isinstance(node, yaml.MappingNode):
+        return _construct_map(loader, node)
+    if isinstance(node, yaml.SequenceNode):
+        return _construct_seq(loader, node)
+    return loader.construct_scalar(node)
+
+
+_LineLoader.add_multi_constructor("!", _construct_tagged)
+
+
 def load_documents(text: str, name: str) -> list[Any]:
     """Every document of ``text``; a YAML syntax error is one SpecprobeError line naming file and line."""
     if len(text) > MAX_BYTES:

@@ -10,10 +10,9 @@ import pytest
 
 from specprobe.deploy.engines import image_entrypoint, image_version, split_image
 from specprobe.deploy.kubernetes import expand_references
-from specprobe.deploy.loader import load_deployments
+from specprobe.deploy.loader import CannotReadError, EmptyInputError, load_deployments
 from specprobe.deploy.model import VersionSource
 from specprobe.deploy.shell import split_commands
-from specprobe.findings import SpecprobeError
 
 from .conftest import line_of
 
@@ -357,22 +356,37 @@ def test_manifest_toml_and_schema_findings(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("name", "text"),
+    ("name", "text", "rule", "severity"),
     [
-        ("broken.yaml", "apiVersion: v1\nkind: Pod\nspec: [\n"),
-        ("broken.toml", "[[deployments]\n"),
-        ("broken.sh", "vllm serve 'unclosed\n"),
-        ("unknown.yaml", "just: a mapping\n"),
-        ("list.json", "[1, 2]\n"),
-        ("binary.yaml", "\udcff"),
+        ("broken.yaml", "apiVersion: v1\nkind: Pod\nspec: [\n", "DEPLOY-VALUE", "error"),
+        ("broken.toml", "[[deployments]\n", "DEPLOY-VALUE", "error"),
+        ("broken.sh", "vllm serve 'unclosed\n", "DEPLOY-VALUE", "error"),
+        ("unknown.yaml", "just: a mapping\n", "DEPLOY-NO-LAUNCH", "info"),
+        ("list.json", "[1, 2]\n", "DEPLOY-NO-LAUNCH", "info"),
+        ("patch.yaml", "- op: replace\n  path: /spec/replicas\n  value: 3\n", "DEPLOY-NO-LAUNCH", "info"),
+        ("binary.yaml", "\udcff", "DEPLOY-VALUE", "error"),
     ],
 )
-def test_malformed_files_cannot_run(tmp_path, name, text):
+def test_a_broken_or_foreign_file_is_one_finding_for_that_file(tmp_path, name, text, rule, severity):
     path = tmp_path / name
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
-    with pytest.raises(SpecprobeError) as info:
+    deployments, (finding,) = load_deployments(str(path))
+    assert deployments == []
+    assert finding.rule == rule and finding.severity == severity and finding.file == str(path)
+    assert "\n" not in finding.message and name in finding.message
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "# only a comment\n---\n# another\n", "#!/bin/sh\n"])
+def test_an_input_with_nothing_in_it_is_empty(tmp_path, text):
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    with pytest.raises(EmptyInputError):
         load_deployments(str(path))
-    assert "\n" not in str(info.value) and name in str(info.value)
+
+
+def test_a_missing_path_cannot_run(tmp_path):
+    with pytest.raises(CannotReadError):
+        load_deployments(str(tmp_path / "absent.yaml"))
 
 
 @pytest.mark.parametrize(

@@ -156,32 +156,47 @@ def test_engine_option_and_its_precedence(tmp_path, demo):
 
 
 @pytest.mark.parametrize(
-    ("name", "text", "expected"),
+    ("name", "text", "expected", "code"),
     [
-        ("bad.yaml", "kind: Pod\napiVersion: v1\nspec: {containers: [\n", "bad.yaml:4: not valid YAML"),
-        ("bad.toml", "deployments = [\n", "bad.toml: not valid TOML"),
-        ("other.yaml", "hello: world\n", "not a Kubernetes manifest"),
+        ("bad.yaml", "kind: Pod\napiVersion: v1\nspec: {containers: [\n", "bad.yaml:4: not valid YAML", 1),
+        ("bad.toml", "deployments = [\n", "bad.toml: not valid TOML", 1),
+        ("other.yaml", "hello: world\n", "not a Kubernetes manifest", 0),
+        ("patch.yaml", "- op: replace\n  path: /spec/replicas\n  value: 3\n", "not a Kubernetes manifest", 0),
     ],
 )
-def test_malformed_file_is_one_line_and_exit_2(tmp_path, name, text, expected):
+def test_a_broken_file_is_a_finding_for_that_file_and_the_run_goes_on(tmp_path, demo, name, text, expected, code):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
-    result = runner.invoke(app, ["gate", str(path)])
-    assert result.exit_code == 2
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("specprobe: error: ") and expected in line
+    good = tmp_path / "good.yaml"
+    good.write_text(k8s(demo, "draft"), encoding="utf-8")
+    exit_code, report = gate(str(path), str(good))
+    assert exit_code == code and len(report["deployments"]) == 1
+    (about,) = [f for f in report["findings"] if f.get("file") == str(path)]
+    assert expected in about["message"] and about["severity"] == ("error" if code else "info")
     assert runner.invoke(app, ["gate", str(tmp_path / "missing.yaml")]).exit_code == 2
     assert runner.invoke(app, ["gate", str(path), "--engine", "tgi"]).exit_code == 2
 
 
-@pytest.mark.parametrize(
-    "text", ["apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {ports: [{port: 80}]}\n", "# nothing\n---\n"]
-)
-def test_file_without_any_launch_is_information(tmp_path, text):
-    path = tmp_path / "svc.yaml"
-    path.write_text(text)
-    code, report = gate(str(path))
-    assert code == 0 and [f["rule"] for f in report["findings"]] == ["DEPLOY-NO-LAUNCH"]
+@pytest.mark.parametrize("stdin", ["", "\n", "# helm rendered nothing\n---\n"])
+def test_empty_input_is_exit_2_no_input(tmp_path, stdin):
+    result = runner.invoke(app, ["gate", "-"], input=stdin)
+    assert result.exit_code == 2 and result.stderr.strip().splitlines() == ["specprobe: error: no input"]
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(stdin)
+    result = runner.invoke(app, ["gate", str(empty), "--strict"])
+    assert result.exit_code == 2 and result.stderr.strip().endswith("no input")
+
+
+def test_stdin_filename_names_stdin_and_tells_its_form():
+    script = "#!/bin/bash\nARGS=(vllm serve meta-llama/Llama-3.1-8B-Instruct)\n\"${ARGS[@]}\" --port 8000\n"
+    result = runner.invoke(app, ["gate", "-", "--stdin-filename", "deploy/serve.sh", "--format", "json"], input=script)
+    report = json.loads(result.stdout)
+    (deployment,) = report["deployments"]
+    assert deployment["file"] == "deploy/serve.sh" and deployment["line"] == 2  # where the array names vllm
+    dockerfile = 'FROM vllm/vllm-openai:v0.16.0\nCMD ["meta-llama/Llama-3.1-8B-Instruct"]\n'
+    result = runner.invoke(app, ["gate", "-", "--stdin-filename", "Dockerfile", "--format", "json"], input=dockerfile)
+    (deployment,) = json.loads(result.stdout)["deployments"]
+    assert deployment["name"] == "dockerfile/Dockerfile" and deployment["engine"] == "vllm==0.16.0"
 
 
 def test_gate_imports_no_torch_or_engine(tmp_path, demo):

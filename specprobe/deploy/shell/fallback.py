@@ -1,69 +1,17 @@
-"""Shell text split into simple commands with the line of every word, using the standard ``shlex``.
-
-Handles what launch scripts and ``sh -c`` strings use: line continuations, comments, ``;``, ``&&``,
-``||``, pipes, ``&``, compound-command keywords (``if``/``then``/``do``/``{``), redirections, and
-variables assigned earlier in the script (``MODEL=/m``, ``export X=...``, ``${VAR:-default}``),
-expanded the way the shell would for the simple cases. Nothing is ever executed; command substitution
-``$(...)`` and unknown variables stay as written, for the caller to report.
-"""
+"""The simpler reader for text bashlex cannot parse: ``shlex`` tokens, ``$VAR`` expanded inside words."""
 
 from __future__ import annotations
 
-import bisect
-import re
 import shlex
-from dataclasses import dataclass, field
+from typing import Any
 
+from specprobe.deploy.shell.model import ASSIGNMENT, MAX_WORDS, ShellSyntaxError, SimpleCommand, expand
 from specprobe.findings import SpecprobeError
 
 _SEPARATORS = frozenset(";&|()\n")
 _REDIRECTS = frozenset({">", ">>", "<", ">&", "<&", "&>", ">|", "<<", "<<<", "<>", "&>>"})
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "exec"})
 _ENDERS = frozenset({"fi", "done", "}", "esac", "then", "else", "do"})
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
-_VARIABLE = re.compile(
-    r"\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::?(?P<op>[-=])(?P<default>[^}]*))?\}|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
-)
-UNEXPANDED = re.compile(r"\$(\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|\(|[@*0-9])")
-MAX_WORDS = 200_000
-
-
-class ShellSyntaxError(SpecprobeError):
-    """The text is not shell the tokenizer can read (an unclosed quote); carries the line."""
-
-    def __init__(self, message: str, line: int) -> None:
-        super().__init__(message)
-        self.line = line
-
-
-@dataclass
-class SimpleCommand:
-    """One simple command: its words (variables expanded where known), the line of each word, and the
-    variables the script had assigned when it ran."""
-
-    words: list[str]
-    lines: list[int]
-    variables: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def line(self) -> int:
-        return self.lines[0] if self.lines else 0
-
-
-def expand(word: str, variables: dict[str, str]) -> str:
-    """``$VAR``, ``${VAR}``, ``${VAR:-default}`` expanded from ``variables``; unknown ones stay as written."""
-    if "$" not in word:
-        return word
-
-    def substitute(match: re.Match[str]) -> str:
-        name = match.group("braced") or match.group("bare")
-        if name in variables:
-            return variables[name]
-        if match.group("op") is not None:
-            return match.group("default") or ""
-        return match.group(0)
-
-    return _VARIABLE.sub(substitute, word)
 
 
 class _Stream:
@@ -124,23 +72,12 @@ def _start(text: str, offset: int) -> int:
     return offset
 
 
-def split_commands(
-    text: str, *, first_line: int = 1, lines_follow_text: bool = True, variables: dict[str, str] | None = None
-) -> list[SimpleCommand]:
-    """The simple commands of ``text``; ``first_line`` is the file line of its first character, and when
-    ``lines_follow_text`` is false (a folded YAML scalar) every word is reported at ``first_line``.
-
-    ShellSyntaxError (with the line) for text shlex cannot read.
-    """
-    newlines = [i for i, char in enumerate(text) if char == "\n"]
-
-    def line_at(offset: int) -> int:
-        return first_line + bisect.bisect_right(newlines, offset - 1) if lines_follow_text else first_line
-
+def fallback_commands(text: str, line_at: Any, variables: dict[str, str] | None) -> list[SimpleCommand]:
+    """Simple commands split by ``shlex`` (quotes removed, ``$VAR`` expanded inside words, no splitting)."""
     try:
         tokens = _tokens(text)
     except ValueError as exc:  # shlex: "No closing quotation" / "No escaped character"
-        raise ShellSyntaxError(f"shell text cannot be read: {exc}", first_line) from None
+        raise ShellSyntaxError(f"shell text cannot be read: {exc}", line_at(0)) from None
     scope = dict(variables or {})
     commands: list[SimpleCommand] = []
     words: list[str] = []
@@ -154,15 +91,15 @@ def split_commands(
         while start < len(words) and words[start] in _KEYWORDS:
             start += 1
         body, body_lines = words[start:], lines[start:]
-        if body and all(_ASSIGNMENT.match(w) for w in body):
+        if body and all(ASSIGNMENT.match(w) for w in body):
             for word in body:
                 name, value = word.split("=", 1)
-                scope[name] = expand(value, scope)
-        elif body[:1] == ["export"] or body[:1] == ["readonly"] or body[:1] == ["local"]:
+                scope[name.rstrip("+")] = expand(value, scope)
+        elif body[:1] in (["export"], ["readonly"], ["local"]):
             for word in body[1:]:
-                match = _ASSIGNMENT.match(word)
+                match = ASSIGNMENT.match(word)
                 if match:
-                    scope[match.group(1)] = expand(match.group(2), scope)
+                    scope[match.group(1)] = expand(match.group(3), scope)
         elif body and body[0] not in _ENDERS:
             expanded = [expand(w, scope) for w in body]
             commands.append(SimpleCommand(expanded, list(body_lines), dict(scope)))
