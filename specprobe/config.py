@@ -45,6 +45,8 @@ class Config:
     per_deployment_ignores: tuple[DeploymentIgnore, ...] = ()
     fail_on: Severity | None = None
     baseline: Path | None = None
+    # Run exact mode (the engine release's own code) wherever a command offers --exact.
+    exact: bool = False
 
     @property
     def label(self) -> str:
@@ -179,6 +181,7 @@ def config_from_settings(
         fail_on=Severity(settings["fail-on"]) if "fail-on" in settings else None,
         # A relative baseline path is relative to the configuration file, like ruff's paths.
         baseline=(path.parent / baseline) if isinstance(baseline, str) else None,
+        exact=bool(settings.get("exact", False)),
     )
     if rule_ids is None:
         from specprobe.rules.catalog import all_rules
@@ -246,3 +249,8 @@ def apply(report: Report, config: Config) -> Report:
         severity = severity_for(finding, config)
         kept.append(finding if severity is finding.severity else replace(finding, severity=severity))
     return with_suppressed(report, kept, "config", len(report.findings) - len(kept))
+
+
+def exact_configured(config: Path | None, inputs: Iterable[Path]) -> bool:
+    """``exact = true`` in the configuration that applies to ``inputs`` (``--config`` or the nearest one)."""
+    return load_config(config if config is not None else find_config(inputs)).exact

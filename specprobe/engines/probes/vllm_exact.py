@@ -58,12 +58,12 @@ _DTYPES = {
 }
 
 
-class Unsupported(Exception):
+class UnsupportedError(Exception):
     """An API this probe needs is not where any known release keeps it."""
 
 
 def _first(candidates: tuple[tuple[str, str], ...]) -> Any:
-    """The first ``module.attribute`` of ``candidates`` that imports; Unsupported naming them all."""
+    """The first ``module.attribute`` of ``candidates`` that imports; UnsupportedError naming them all."""
     tried = []
     for module_name, attribute in candidates:
         try:
@@ -74,7 +74,7 @@ def _first(candidates: tuple[tuple[str, str], ...]) -> Any:
         if hasattr(module, attribute):
             return getattr(module, attribute)
         tried.append(f"{module_name}.{attribute} (absent)")
-    raise Unsupported(f"{candidates[0][1]} not found: {'; '.join(tried)}")
+    raise UnsupportedError(f"{candidates[0][1]} not found: {'; '.join(tried)}")
 
 
 def _free_port() -> int:
@@ -108,7 +108,7 @@ class Session:
                     ("vllm.model_executor.model_loader.loader", "_initialize_model"),
                 )
             )
-        except Unsupported:
+        except UnsupportedError:
             self.initialize_model = None
         self.distributed_ready = False
 
@@ -148,10 +148,10 @@ def _choose_platform() -> str:
 def _draft_model_config(config: Any) -> Any:
     spec = getattr(config, "speculative_config", None)
     if spec is None:
-        raise Unsupported("the engine config carries no speculative_config")
+        raise UnsupportedError("the engine config carries no speculative_config")
     draft = getattr(spec, "draft_model_config", None)
     if draft is None:
-        raise Unsupported("the speculative config carries no draft_model_config (a method without a draft model)")
+        raise UnsupportedError("the speculative config carries no draft_model_config (a method without a draft model)")
     return draft
 
 
@@ -200,7 +200,11 @@ class Tracker:
     def __init__(self, model: Any, default_loader: Any) -> None:
         self.loaded: dict[str, int] = {}
         self.consumed: set[int] = set()
-        self.names = {}
+        self.names: dict[int, str] = {}
+        # The checkpoint tensor (by id) -> its name, and the last one handed to a loader: a refusal
+        # is reported against that tensor and parameter.
+        self.tensor_names: dict[int, str] = {}
+        self.last: dict[str, Any] = {}
         for name, param in model.named_parameters(remove_duplicate=False):
             if id(param) in self.names:
                 continue
@@ -211,10 +215,13 @@ class Tracker:
     def _wrap(self, name: str, original: Any) -> Any:
         def weight_loader(param: Any, loaded_weight: Any, *args: Any, **kwargs: Any) -> Any:
             self.loaded[name] = self.loaded.get(name, 0) + 1
+            self.last = {"parameter": name, "tensor": None}
             tensor = loaded_weight
             # A loader handed a view (a transpose, a narrow) of the checkpoint tensor: follow it back.
             while tensor is not None:
                 self.consumed.add(id(tensor))
+                if id(tensor) in self.tensor_names:
+                    self.last["tensor"] = self.tensor_names[id(tensor)]
                 tensor = getattr(tensor, "_base", None)
             return original(param, loaded_weight, *args, **kwargs)
 
@@ -297,6 +304,7 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
     seconds: dict[str, float] = {}
     stage = "config"
     result: dict[str, Any] = {"id": case.get("id"), "ok": False}
+    tracker: Tracker | None = None
     try:
         engine_args = session.engine_args(
             model=str(case["target"]),
@@ -330,6 +338,7 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
             tracker = Tracker(model, default_loader)
             weights = _meta_tensors(torch, list(case.get("tensors") or []))
             ids = {id(tensor): name for name, tensor in weights}
+            tracker.tensor_names = ids
             resolved = _resolved(config, draft_config, model, model_class, arch)
             resolved.update({"aux_layer_ids": aux.get("ids"), "aux_source": aux.get("source"),
                              "aux_default": aux.get("default")})
@@ -346,10 +355,12 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
         result["unloaded"] = sorted(name for name in tracker.names.values() if name not in tracker.loaded)
         result["ok"] = True
         stage = "done"
-    except Unsupported as exc:
+    except UnsupportedError as exc:
         result["unsupported"] = str(exc)
     except (Exception, SystemExit) as exc:
         result["error"] = _errors.describe_error(exc, "vllm")
+        if stage == "load" and tracker is not None:
+            result["error"].update(tracker.last)
     result["stage"] = stage
     result["seconds"] = seconds
     return result
@@ -375,7 +386,7 @@ def main() -> None:
         module = importlib.import_module("vllm")
         try:
             session: Session | None = Session()
-        except Unsupported as exc:
+        except UnsupportedError as exc:
             session, session_error = None, str(exc)
         except Exception as exc:  # the release's own import chain fails here
             session, session_error = None, f"{type(exc).__name__}: {exc}"
