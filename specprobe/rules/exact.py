@@ -136,6 +136,10 @@ RESOLVED = rule(
     _LLAMA_EAGLE3,
     _PROPOSER,
     why="The exact values the release computed, for comparison with how the drafter was trained.",
+    fix=(
+        "Nothing to change when these match training (aux layer ids, vocabulary, head); otherwise set the "
+        "config keys the release reads."
+    ),
 )
 UNAVAILABLE = rule(
     "EXACT-UNAVAILABLE",
