@@ -66,6 +66,12 @@ def _gate(
     config: ConfigOption = None,
     baseline: BaselineOption = None,
     update_baseline: UpdateBaselineOption = False,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact", help="Also run each vLLM release's own draft model code on its drafter (docs/exact.md)."
+        ),
+    ] = False,
     smoke: Annotated[
         bool,
         typer.Option(
@@ -92,6 +98,12 @@ def _gate(
         report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict, smoke=smoke)
     else:
         report = gate_paths(given, engine=spec, strict=strict, smoke=smoke)
+    from specprobe.config import exact_configured
+
+    if exact or exact_configured(config, [Path(p) for p in given]):
+        from specprobe.engines.exact import exact_for_given
+
+        exact_for_given(report, given, spec)
     emit(
         report,
         fmt,

