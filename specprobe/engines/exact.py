@@ -145,6 +145,22 @@ def validate_reply(reply: Any, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     return by_id
 
 
+def _engine_cache(interpreter: Interpreter) -> Path | None:
+    """The engine's own cache folder for a release of the engine cache: inside its venv (removed with it).
+
+    vLLM inspects each model class it has not seen in a subprocess that imports vLLM again (~20 s here)
+    and keeps the answer under VLLM_CACHE_ROOT; a cache that lives with the venv pays that once per class,
+    and never touches the user's own ~/.cache/vllm. Other interpreters get a temporary folder."""
+    from specprobe.engines.provision import engines_dir
+
+    venv = interpreter.path.parent.parent
+    try:
+        inside = venv.resolve().parent == engines_dir().resolve()
+    except OSError:
+        return None
+    return venv / ".specprobe-vllm-cache" if inside else None
+
+
 def run_cases(
     cases: Sequence[ExactCase], interpreter: Interpreter, *, timeout_s: float = DEFAULT_TIMEOUT_S
 ) -> ExactRun:
@@ -153,8 +169,7 @@ def run_cases(
     with tempfile.TemporaryDirectory(prefix="specprobe-exact-") as folder:
         request = build_request(cases, Path(folder))
         env = dict(OFFLINE_ENV)
-        # The engine's caches (compile, config) go to specprobe's temporary folder, not the user's home.
-        env.setdefault("VLLM_CACHE_ROOT", str(Path(folder) / "vllm-cache"))
+        env["VLLM_CACHE_ROOT"] = str(_engine_cache(interpreter) or Path(folder) / "vllm-cache")
         reply = run_probe(
             "vllm", PROBE, interpreter.path, timeout_s=timeout_s, env_overrides=env, input_text=json.dumps(request)
         )
