@@ -303,23 +303,35 @@ def findings_for(case: ExactCase, reply: Mapping[str, Any], version: str | None)
             )
         )
     fc_in, hidden = resolved.get("fc_in_features"), resolved.get("target_hidden_size")
-    if (
-        use_aux
-        and isinstance(ids, list)
-        and isinstance(fc_in, int)
-        and isinstance(hidden, int)
-        and len(ids) * hidden != fc_in
-    ):
-        found.append(
-            rules.AUX_FC_MISMATCH.finding(
-                f"{label} captures {len(ids)} hidden states ({ids}, from the {resolved.get('aux_source')}) of width "
-                f"{hidden} = {len(ids) * hidden} features, but built fc for {fc_in} "
-                f"({resolved.get('num_aux_hidden_states')} aux hidden states)",
-                location="config.json:eagle_aux_hidden_state_layer_ids",
+    layers = resolved.get("target_layers")
+    if use_aux and isinstance(ids, list) and isinstance(fc_in, int) and isinstance(hidden, int):
+        captured, never = captured_layers(ids, layers if isinstance(layers, int) else None)
+        if len(captured) * hidden != fc_in:
+            unreached = f"; {never} are never reached by the target's {layers} layers" if never else ""
+            found.append(
+                rules.AUX_FC_MISMATCH.finding(
+                    f"{label} captures {len(captured)} hidden states (aux layer ids {ids}, from the "
+                    f"{resolved.get('aux_source')}{unreached}) of width {hidden} = {len(captured) * hidden} "
+                    f"features, but built fc for {fc_in} ({resolved.get('num_aux_hidden_states')} aux hidden states)",
+                    location="config.json:eagle_aux_hidden_state_layer_ids",
+                )
             )
-        )
     found.append(rules.RESOLVED.finding(_resolved_text(label, resolved, reply)))
     return found
+
+
+def captured_layers(ids: Sequence[Any], layers: int | None) -> tuple[list[int], list[Any]]:
+    """The target layer indices a forward pass captures for ``ids``, and the ids it never reaches.
+
+    The target tests ``layer_index in ids`` once per layer boundary (0 before the first layer through
+    ``layers`` after the last; releases differ by one at the top, so ``layers`` itself counts as reached):
+    duplicates capture once, strings and negative or larger ids never; 1.0 and True equal 1.
+    """
+    numbers = [i for i in ids if isinstance(i, (int, float))]
+    top = layers if layers is not None else int(max(numbers, default=0))
+    captured = [index for index in range(top + 1) if index in ids]
+    never = [i for i in ids if not any(i == index for index in captured)]
+    return captured, never
 
 
 def _resolved_text(label: str, resolved: Mapping[str, Any], reply: Mapping[str, Any]) -> str:

@@ -286,3 +286,24 @@ def test_gate_exact_sends_the_deployment_settings(
     sent = json.loads(seen.read_text(encoding="utf-8"))["cases"][0]["speculative_config"]
     assert sent["num_speculative_tokens"] == 4 and sent["method"] == "eagle3"
     assert sent["model"] != str(drafter[0])  # a copy in specprobe's own temporary folder
+
+
+@pytest.mark.parametrize(
+    ("ids", "captured", "never"),
+    [
+        ([1, 3, 5], [1, 3, 5], []),
+        ([1, 1, 5], [1, 5], []),  # a duplicate captures once
+        (["1", 3, 5], [3, 5], ["1"]),  # a string never equals a layer index
+        ([-1, 3, 5], [3, 5], [-1]),
+        ([1, 3, 99], [1, 3], [99]),  # beyond the target's 8 layers
+        ([1.0, True, 5], [1, 5], []),
+    ],
+)
+def test_captured_layers(ids: list[Any], captured: list[int], never: list[Any]) -> None:
+    assert exact.captured_layers(ids, 8) == (captured, never)
+
+
+def test_aux_ids_the_target_never_reaches_mismatch_fc(drafter: tuple[Path, Path]) -> None:
+    reply = _ok(resolved=_resolved(aux_layer_ids=[1, 3, 99], target_layers=8))
+    (mismatch,) = [f for f in exact.findings_for(_case(*drafter), reply, "0.32.0") if f.rule == "EXACT-AUX-FC-MISMATCH"]
+    assert "[99] are never reached" in mismatch.message and "captures 2 hidden states" in mismatch.message

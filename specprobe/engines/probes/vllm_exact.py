@@ -259,7 +259,9 @@ def _aux_layers(session: Session, config: Any, target_class: Any) -> dict[str, A
     if reader is not None:
         ids = reader(types.SimpleNamespace(speculative_config=config.speculative_config))
         if ids:
-            found.update(ids=[int(i) for i in ids], source="draft config")
+            # As the config has them (strings, floats, duplicates included): what the target captures is
+            # decided by `layer_index in ids`, so the values are kept, not converted.
+            found.update(ids=_common.json_value(list(ids)), source="draft config")
     default = getattr(target_class, "get_eagle3_default_aux_hidden_state_layers", None) or getattr(
         target_class, "get_eagle3_aux_hidden_state_layers", None
     )
