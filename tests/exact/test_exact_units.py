@@ -307,3 +307,8 @@ def test_aux_ids_the_target_never_reaches_mismatch_fc(drafter: tuple[Path, Path]
     reply = _ok(resolved=_resolved(aux_layer_ids=[1, 3, 99], target_layers=8))
     (mismatch,) = [f for f in exact.findings_for(_case(*drafter), reply, "0.32.0") if f.rule == "EXACT-AUX-FC-MISMATCH"]
     assert "[99] are never reached" in mismatch.message and "captures 2 hidden states" in mismatch.message
+
+
+def test_missing_d2t_over_the_full_vocabulary_is_the_identity(drafter: tuple[Path, Path]) -> None:
+    reply = _ok(resolved=_resolved(draft_vocab_size=512), unloaded=["draft_id_to_target_id"])
+    assert [f.rule for f in exact.findings_for(_case(*drafter), reply, "0.18.0")] == ["EXACT-RESOLVED"]
