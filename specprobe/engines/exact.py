@@ -12,6 +12,7 @@ probe writes is an error of the run (exit 2), never a pass.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -462,9 +463,17 @@ def sglang_static(version: str) -> Finding:
     python = cached_python("sglang", version)
     why = "no interpreter of this release in the engine cache"
     if python is not None:
-        why = (
-            sglang_import_failure(python) or "its model classes import here, but exact mode does not construct them yet"
-        )
+        # The import takes ~50 s here and a cached venv does not change: its answer is kept beside it.
+        kept = python.parent.parent / ".specprobe-sglang-import"
+        try:
+            failure = kept.read_text(encoding="utf-8").strip() if kept.is_file() else None
+        except OSError:
+            failure = None
+        if failure is None:
+            failure = sglang_import_failure(python) or ""
+            with contextlib.suppress(OSError):
+                kept.write_text(failure + "\n", encoding="utf-8")
+        why = failure or "its EAGLE-3 draft module imports here, but exact mode does not construct SGLang's classes yet"
     return rules.SGLANG_STATIC.finding(f"SGLang {version}: {why}; the verdict for it is static")
 
 
