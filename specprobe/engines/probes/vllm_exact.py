@@ -284,7 +284,11 @@ def _aux_layers(session: Session, config: Any, target_class: Any) -> dict[str, A
             runner = None
     reader = getattr(runner, "_get_eagle3_aux_layers_from_config", None)
     if reader is not None:
-        ids = reader(types.SimpleNamespace(speculative_config=config.speculative_config))
+        try:
+            ids = reader(types.SimpleNamespace(speculative_config=config.speculative_config))
+        except Exception as exc:  # the runner itself would raise on these ids when it starts
+            found["reader_error"] = f"{type(exc).__name__}: {exc}"
+            ids = None
         if ids:
             # As the config has them (strings, floats, duplicates included): what the target captures is
             # decided by `layer_index in ids`, so the values are kept, not converted.
@@ -302,7 +306,8 @@ def _aux_layers(session: Session, config: Any, target_class: Any) -> dict[str, A
             found["default"] = [int(i) for i in default(fake)]
         except Exception as exc:  # the default needs more of the target than its layer count
             found["default_error"] = f"{type(exc).__name__}: {exc}"
-    if found["ids"] is None and found["default"] is not None:
+    # Only a release whose runner reads the ids this way is known to fall back to the target's default.
+    if reader is not None and found["ids"] is None and found["default"] is not None:
         found.update(ids=found["default"], source="target default")
     if reader is None:
         found["reader"] = "absent"
