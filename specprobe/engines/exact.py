@@ -279,6 +279,15 @@ def findings_for(case: ExactCase, reply: Mapping[str, Any], version: str | None)
         and not (shared_embed and "embed_tokens" in name)
         and not (shared_head and "lm_head" in name)
     ]
+    if shared_head and isinstance(vocab, int) and isinstance(target_vocab, int) and vocab != target_vocab:
+        found.append(
+            rules.UNLOADED.finding(
+                f"{label}: the checkpoint has no lm_head, so the draft takes the target's lm_head "
+                f"({target_vocab} rows) for a draft vocabulary of {vocab}",
+                location="model.safetensors:lm_head.weight",
+                hint="ship the drafter's trained lm_head",
+            )
+        )
     if left:
         found.append(
             rules.UNLOADED.finding(

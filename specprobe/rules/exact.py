@@ -84,15 +84,18 @@ UNCONSUMED = rule(
 UNLOADED = rule(
     "EXACT-UNLOADED-PARAMS",
     "exact",
-    Severity.WARNING,
+    Severity.ERROR,
     "Draft model parameters that no checkpoint tensor loaded and that the engine does not take from the "
-    "target: they stay at their initial values when served.",
+    "target (or takes from a target whose vocabulary differs): they stay at their initial values, or the "
+    "wrong ones, when served.",
     _AUTO_LOADER,
     _PROPOSER,
     why=(
         "The engine allocates every parameter of the draft class and fills those the checkpoint names; a "
         "parameter the checkpoint lacks (and the proposer does not replace with the target's embedding or "
-        "lm_head) keeps its initialisation, which loads without an error and drafts noise."
+        "lm_head) keeps its initialisation, which loads without an error and drafts noise. Without its own "
+        "lm_head the draft gets the target's, whose rows are the target vocabulary: with a reduced draft "
+        "vocabulary its logits no longer line up with d2t."
     ),
     fix="Ship the missing tensors under the names the release's draft class expects.",
 )

@@ -137,6 +137,12 @@ def test_silent_behaviour_is_reported(drafter: tuple[Path, Path]) -> None:
     assert {f.severity for f in defaults} == {Severity.ERROR, Severity.WARNING}  # d2t absent; aux default
 
 
+def test_target_lm_head_for_a_reduced_vocabulary(drafter: tuple[Path, Path]) -> None:
+    reply = _ok(resolved=_resolved(has_own_lm_head=False), unloaded=["lm_head.weight", "model.embed_tokens.weight"])
+    (finding,) = [f for f in exact.findings_for(_case(*drafter), reply, "0.32.0") if f.rule == "EXACT-UNLOADED-PARAMS"]
+    assert finding.severity is Severity.ERROR and "(512 rows) for a draft vocabulary of 128" in finding.message
+
+
 def test_embedding_of_another_width_is_not_shared(drafter: tuple[Path, Path]) -> None:
     reply = _ok(resolved=_resolved(draft_hidden_size=32))
     assert "EXACT-UNLOADED-PARAMS" in {f.rule for f in exact.findings_for(_case(*drafter), reply, "0.32.0")}
