@@ -279,6 +279,18 @@ def findings_for(case: ExactCase, reply: Mapping[str, Any], version: str | None)
         and not (shared_embed and "embed_tokens" in name)
         and not (shared_head and "lm_head" in name)
     ]
+    draft_hidden, target_hidden = resolved.get("draft_hidden_size"), resolved.get("target_hidden_size")
+    if resolved.get("has_own_embed_tokens") is False and not shared_embed:
+        found.append(
+            rules.UNLOADED.finding(
+                f"{label}: the checkpoint has no embed_tokens and the draft's hidden size {draft_hidden} differs from "
+                f"the target's {target_hidden}: the target's embedding does not fit the draft (releases that check "
+                "the width keep the draft's own, uninitialised; earlier ones hand it the target's)",
+                location="model.safetensors:embed_tokens.weight",
+                hint="ship the drafter's embed_tokens",
+            )
+        )
+        left = [name for name in left if "embed_tokens" not in name]
     if shared_head and isinstance(vocab, int) and isinstance(target_vocab, int) and vocab != target_vocab:
         found.append(
             rules.UNLOADED.finding(
