@@ -309,6 +309,17 @@ def findings_for(case: ExactCase, reply: Mapping[str, Any], version: str | None)
                 location="model.safetensors",
             )
         )
+    overwritten = [item for item in reply.get("overwritten") or [] if isinstance(item, list) and len(item) == 3]
+    if overwritten:
+        pairs = [f"{param} <- {first} then {second}" for param, first, second in overwritten[:_LIST_LIMIT]]
+        found.append(
+            rules.UNCONSUMED.finding(
+                f"{label} loaded {len(overwritten)} parameter(s) twice from different checkpoint tensors; the later "
+                f"one silently wins: {'; '.join(pairs)}",
+                location=f"{case.tensor_files.get(str(overwritten[0][1]), 'model.safetensors')}:{overwritten[0][1]}",
+                hint="keep one naming of each tensor",
+            )
+        )
     if unconsumed:
         found.append(
             rules.UNCONSUMED.finding(

@@ -70,8 +70,8 @@ UNCONSUMED = rule(
     "EXACT-UNCONSUMED-TENSORS",
     "exact",
     Severity.WARNING,
-    "Checkpoint tensors that the engine release's load_weights never handed to any parameter: trained "
-    "weights the served drafter does not use.",
+    "Checkpoint tensors that the engine release's load_weights never handed to any parameter, or handed to a "
+    "parameter another tensor had already loaded: trained weights the served drafter does not use.",
     _LLAMA_EAGLE3,
     _AUTO_LOADER,
     why=(

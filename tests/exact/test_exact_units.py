@@ -319,3 +319,11 @@ def test_aux_ids_the_target_never_reaches_mismatch_fc(drafter: tuple[Path, Path]
 def test_missing_d2t_over_the_full_vocabulary_is_the_identity(drafter: tuple[Path, Path]) -> None:
     reply = _ok(resolved=_resolved(draft_vocab_size=512), unloaded=["draft_id_to_target_id"])
     assert [f.rule for f in exact.findings_for(_case(*drafter), reply, "0.18.0")] == ["EXACT-RESOLVED"]
+
+
+def test_a_parameter_loaded_twice_is_reported(drafter: tuple[Path, Path]) -> None:
+    reply = _ok(overwritten=[["model.layers.0.mlp.down_proj.weight", "midlayer.mlp.down_proj.weight",
+                              "layers.0.mlp.down_proj.weight"]])
+    found = exact.findings_for(_case(*drafter), reply, "0.32.0")
+    (finding,) = [f for f in found if f.rule == "EXACT-UNCONSUMED-TENSORS"]
+    assert "midlayer.mlp.down_proj.weight then layers.0.mlp.down_proj.weight" in finding.message

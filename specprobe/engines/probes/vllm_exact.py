@@ -241,6 +241,8 @@ class Tracker:
         # is reported against that tensor and parameter.
         self.tensor_names: dict[int, str] = {}
         self.last: dict[str, Any] = {}
+        self.shards: dict[tuple[str, str], Any] = {}
+        self.overwritten: list[list[Any]] = []
         for name, param in model.named_parameters(remove_duplicate=False):
             if id(param) in self.names:
                 continue
@@ -259,6 +261,12 @@ class Tracker:
                 if id(tensor) in self.tensor_names:
                     self.last["tensor"] = self.tensor_names[id(tensor)]
                 tensor = getattr(tensor, "_base", None)
+            # The same parameter (and shard of a fused one) loaded twice: the later tensor silently wins.
+            shard = repr(args[0]) if args else repr(kwargs.get("loaded_shard_id", kwargs.get("shard_id")))
+            earlier = self.shards.get((name, shard))
+            if earlier is not None and earlier != self.last["tensor"]:
+                self.overwritten.append([name, earlier, self.last["tensor"]])
+            self.shards[(name, shard)] = self.last["tensor"]
             return original(param, loaded_weight, *args, **kwargs)
 
         return weight_loader
@@ -396,6 +404,7 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
         )
         result["unconsumed"] = sorted(name for key, name in ids.items() if key not in tracker.consumed)
         result["unloaded"] = sorted(name for name in tracker.names.values() if name not in tracker.loaded)
+        result["overwritten"] = tracker.overwritten
         result["ok"] = True
         stage = "done"
     except UnsupportedError as exc:
