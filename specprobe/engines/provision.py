@@ -292,7 +292,9 @@ def install(release: Release, *, python: str | None = None) -> Installed:
             shutil.rmtree(venv, ignore_errors=True)
             raise SpecprobeError(f"cannot create a venv for {release.name}: {_failure(log)}")
         target = str(venv / "bin" / "python")
-        flags = ["--index-strategy", "unsafe-best-match", *_pip_config_flags()]
+        # Bytecode compiled once here: probes run with -B (they never write into the venv), so without it
+        # every probe run compiles vLLM, torch and transformers again (seconds of each run's import).
+        flags = ["--index-strategy", "unsafe-best-match", "--compile-bytecode", *_pip_config_flags()]
         notes: list[str] = []
         # The release day is vLLM's own (the CPU build of a release is often uploaded months later; its
         # users resolved against the index of the release day), the CPU wheel itself exempted from it.
