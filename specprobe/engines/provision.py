@@ -281,6 +281,9 @@ def install(release: Release, *, python: str | None = None) -> Installed:
     venv = root / release.name
     with _lock(root, release.name):
         if (venv / MARKER).is_file():
+            found = next(item for item in installed() if item.path == venv)
+            if not found.provenance.get("bytecode"):
+                _compile_bytecode(venv)
             _say(f"{release.name} is already installed: {venv / 'bin' / 'python'}")
             return next(item for item in installed() if item.path == venv)
         started = time.monotonic()
@@ -364,6 +367,7 @@ def install(release: Release, *, python: str | None = None) -> Installed:
         seconds = round(time.monotonic() - started, 1)
         size = folder_bytes(venv)
         provenance: dict[str, Any] = {
+            "bytecode": True,
             "requirement": release.requirement,
             "exclude_newer": cutoff if not any("today's index" in note for note in notes) else None,
             "notes": notes,
@@ -376,6 +380,26 @@ def install(release: Release, *, python: str | None = None) -> Installed:
         log.unlink(missing_ok=True)
         _say(f"{release.name} ready in {seconds:g} s ({size / 2**30:.1f} GiB): {target}")
         return Installed(release, venv, True, provenance)
+
+
+def _compile_bytecode(venv: Path) -> None:
+    """Compile a venv installed without bytecode (older installs, scripts) and note it in its provenance.
+
+    Probes run with -B, so a venv without .pyc files compiles the engine's sources at every run."""
+    python = venv / "bin" / "python"
+    _say(f"compiling the bytecode of {venv.name} (once; later engine runs start faster)")
+    subprocess.run(
+        [str(python), "-m", "compileall", "-q", "-j", "0", str(venv / "lib")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=INSTALL_TIMEOUT_S,
+    )
+    marker = venv / MARKER
+    try:
+        loaded = json.loads(marker.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        loaded = {}
+    provenance = loaded if isinstance(loaded, dict) else {}
+    provenance["bytecode"] = True
+    marker.write_text(json.dumps(provenance, indent=1) + "\n", encoding="utf-8")
 
 
 def prune(*, everything: bool = False, keep: tuple[str, ...] = ()) -> list[Path]:
