@@ -233,6 +233,14 @@ def newest_read() -> dict[str, str]:
     return {engine: str(version) for engine, version in _load()[0].items()}
 
 
+def cpu_build_range(engine: str) -> tuple[Version, Version] | None:
+    """First and last release of ``engine`` with a CPU build on the package index (engines.yaml)."""
+    raw = _read_yaml(data_dir() / NEWEST_FILE, None).get("cpu_builds", {}).get(engine)
+    if not isinstance(raw, dict):
+        return None
+    return Version(str(raw["first"])), Version(str(raw["last"]))
+
+
 def all_facts() -> list[Fact]:
     """Every fact, engine by engine, in the order the data states them."""
     return list(_load()[1].values())

