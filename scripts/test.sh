@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m ruff check specprobe tests benchmarks scripts
 python -m mypy
+# Imports point downward (the layers contract in pyproject.toml), function-level ones included.
+lint-imports
 # The engines still missing are provisioned side by side: the downloads overlap (each venv is its own).
 provision_dir=$(mktemp -d)
 pids=()

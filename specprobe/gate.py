@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from specprobe.check import _families, run_check
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
 from specprobe.context import Family
 from specprobe.deploy.engines import resolve_engine_version
@@ -23,6 +24,7 @@ from specprobe.deploy.model import Deployment
 from specprobe.engine_spec import EngineSpec
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.hfconfig import looks_like_hub_id
+from specprobe.lint import lint_deployment
 from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
 
@@ -98,15 +100,12 @@ def _not_examined(deployment: Deployment, ref: ModelRef, key: str, strict: bool)
 
 def _check_families() -> list[Family]:
     """check's rule families without the matrix: gate adds the matrix once, from lint (which knows features)."""
-    from specprobe.check import _families
     from specprobe.rules import compat
 
     return [family for family in _families() if family is not compat.run]
 
 
 def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None) -> list[Finding]:
-    from specprobe.check import run_check
-
     assert draft.folder is not None
     engine = str(deployment.engine) if deployment.engine is not None else None
     target_spec = str(target.folder) if target is not None and target.folder is not None else None
@@ -150,8 +149,6 @@ def _classify(deployment: Deployment, target: ModelRef | None, draft: ModelRef |
 
 def examine(deployment: Deployment, *, strict: bool = False) -> list[Finding]:
     """Every finding for one deployment whose engine version is resolved."""
-    from specprobe.lint import lint_deployment
-
     findings = list(deployment.findings)
     if deployment.command is None:
         return findings

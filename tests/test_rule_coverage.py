@@ -93,7 +93,7 @@ def _check_inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
 
 
 def _lint_inputs(demo: Path) -> set[str]:
-    from specprobe.lint import lint_command
+    from specprobe.pipeline import lint_command
 
     target, draft = str(demo / "target"), str(demo / "draft")
     spec = json.dumps({"method": "eagle3", "model": draft, "num_speculative_tokens": 3})

@@ -60,7 +60,7 @@ def _lint(
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
     compatibility matrix; with --dry-run also against the engine's own configuration code (nothing is
     served or downloaded)."""
-    from specprobe.lint import lint_command
+    from specprobe.pipeline import lint_command
 
     argv = list(command or [])
     if not dry_run:
