@@ -42,7 +42,9 @@ def timed(command: list[str], env: dict[str, str]) -> float:
 def import_costs(command: list[str], env: dict[str, str]) -> list[tuple[int, str]]:
     """(cumulative microseconds, module) for every module ``command`` imports, from -X importtime."""
     python, *rest = command
-    completed = subprocess.run([python, "-X", "importtime", *rest], capture_output=True, text=True, env=env, check=False)
+    completed = subprocess.run(
+        [python, "-X", "importtime", *rest], capture_output=True, text=True, env=env, check=False
+    )
     costs = []
     for line in completed.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
