@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,13 +31,16 @@ GOALS = {"--help": 0.15, "check": 0.25}
 HEAVY = ("torch", "transformers", "vllm", "sglang")
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one whole-process run of ``command``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if completed.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} could not run (exit {completed.returncode})")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def import_costs(command: list[str], env: dict[str, str]) -> list[tuple[int, str]]:
@@ -78,20 +82,27 @@ def main() -> int:
             print(f"slowest imports of {name}: " + ", ".join(f"{module} {us / 1000:.0f} ms" for us, module in top))
         for command in commands.values():
             timed(command, env)  # warm the file cache and the bytecode
-        times: dict[str, list[float]] = {name: [] for name in commands}
+        walls: dict[str, list[float]] = {name: [] for name in commands}
+        cpus: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):
             for name, command in commands.items():
-                times[name].append(timed(command, env))
-        base = statistics.median(times["python -c pass"])
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+                wall, cpu = timed(command, env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+        base, base_cpu = statistics.median(walls["python -c pass"]), statistics.median(cpus["python -c pass"])
+        load = os.getloadavg()[0]
+        # On a shared machine the CPU time a run used moves less with the load than its wall time does.
         print(f"{args.runs} runs each, interleaved; load average {load:.2f} on {os.cpu_count()} cores")
         failed = False
-        for name, samples in times.items():
-            median = statistics.median(samples)
+        for name in commands:
+            median, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
             goal = GOALS.get(name)
             verdict = "" if goal is None else f"  goal <= {goal:.2f} s: {'met' if median <= goal else 'MISSED'}"
             failed |= goal is not None and median > goal
-            print(f"{name:<16} median {median:.3f} s  {median / base:5.1f}x python -c pass{verdict}")
+            print(
+                f"{name:<16} median {median:.3f} s ({median / base:4.1f}x python -c pass), "
+                f"CPU {cpu:.3f} s ({cpu / base_cpu:4.1f}x){verdict}"
+            )
         return 1 if failed else 0
     finally:
         shutil.rmtree(root, ignore_errors=True)
