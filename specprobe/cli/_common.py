@@ -11,17 +11,18 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from specprobe.baseline import suppressed_count
 from specprobe.findings import ExitCode, Report, Severity, SpecprobeError, exit_code
-from specprobe.reporters import REPORTERS
 from specprobe.textsafe import terminal
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 # Every registered reporter renders a findings report; commands with other output (rules, schema)
-# declare their own shorter tuple.
-FINDINGS_FORMATS: tuple[str, ...] = tuple(REPORTERS)
+# declare their own shorter tuple. The names are written here rather than read from
+# specprobe.reporters because every command module imports this one and the reporters cost about
+# 15 ms to import (`specprobe --help` renders no report); tests/config/test_distribution.py checks
+# that they are the registry's names, in its order.
+FINDINGS_FORMATS: tuple[str, ...] = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
 
 
 def format_option(formats: Sequence[str]) -> Any:
@@ -99,7 +100,7 @@ def resolve_format(fmt: str | None, choices: tuple[str, ...] | None = None) -> s
     """The format to write: ``--format`` (an unknown one is a usage error), else ``SPECPROBE_FORMAT``
     when this command has that format (a team-wide default must not break commands that lack it),
     else text."""
-    allowed = choices or tuple(REPORTERS)
+    allowed = choices or FINDINGS_FORMATS
     if fmt is not None:
         if fmt not in allowed:
             raise SpecprobeError(f"unknown format {fmt!r}; choose one of: {', '.join(allowed)}")
@@ -171,6 +172,8 @@ def emit(
         report, inputs=inputs, config=config, baseline=baseline, update_baseline=update_baseline
     )
     strict = strict or fail_on is Severity.WARNING
+    from specprobe.reporters import REPORTERS  # start-up: see FINDINGS_FORMATS
+
     reporter = REPORTERS[chosen](color=use_color(output) and chosen == "text", strict=strict)
     write_output(reporter.render(report), output)
     if chosen == "github":
@@ -185,6 +188,8 @@ def emit(
             f"specprobe {report.command}: {summary.errors} error(s), {summary.warnings} warning(s)",
             err=True,
         )
+    from specprobe.baseline import suppressed_count
+
     suppressed = suppressed_count(report)
     if suppressed:
         typer.echo(

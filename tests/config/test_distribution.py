@@ -156,3 +156,10 @@ def test_action_gate_step_refuses_a_missing_baseline(tmp_path: Path) -> None:
     assert "::error title=specprobe::baseline missing-baseline.json does not exist" in done.stdout
     assert output.read_text(encoding="utf-8") == "exit-code=2\n"
     assert not (tmp_path / "missing-baseline.json").exists()
+
+
+def test_the_cli_format_choices_are_the_registered_reporters() -> None:
+    from specprobe.cli._common import FINDINGS_FORMATS
+    from specprobe.reporters import REPORTERS
+
+    assert tuple(REPORTERS) == FINDINGS_FORMATS
