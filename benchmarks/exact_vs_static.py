@@ -30,6 +30,7 @@ from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target  #
 from specprobe.checkpoint.folder import load_checkpoint  # noqa: E402
 from specprobe.engines import exact  # noqa: E402
 from specprobe.findings import Severity  # noqa: E402
+from specprobe.rules import exact as exact_rules  # noqa: E402
 
 
 def _check(draft: Path, target: Path, release: str, *, with_exact: bool) -> tuple[float, int, dict[str, Any]]:
@@ -103,7 +104,7 @@ def corpus(release: str) -> None:
         print(f"vLLM {run.version}: {len(cases)} cases in one probe process, {time.monotonic() - started:.0f} s")
         disagree = 0
         for case in cases:
-            found = exact.findings_for(case, run.cases[case.id], run.version)
+            found = exact_rules.findings_for(case, run.cases[case.id], run.version)
             exact_errors = sorted({f.rule for f in found if f.severity is Severity.ERROR})
             if bool(static[case.id]) != bool(exact_errors):
                 disagree += 1

@@ -171,7 +171,7 @@ def run_check(
     if exact:
         # The engine release's own code on the same drafter (specprobe.engines.exact); its interpreter
         # failing is exit 2, never a pass.
-        from specprobe.engines.exact import check_exact
+        from specprobe.rules.exact import check_exact
 
         check_exact(ctx, report)
     if ctx.notes:

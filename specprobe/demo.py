@@ -9,6 +9,7 @@ weights show the static checks alone. Folder names are the same in both modes.
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,10 @@ class DemoResult:
         return line
 
 
+# The folders a demo writes, trained or not.
+DEMO_MODELS = ("target", "draft", "draft-broken")
+
+
 def write_demo(root: Path) -> None:
     """Write target/, draft/ and draft-broken/ under ``root``."""
     build_target(
@@ -136,12 +141,20 @@ def smoke_demo(root: Path) -> dict[str, Report]:
     }
 
 
-def run_demo(out: Path | None = None, *, train: bool | None = None) -> DemoResult:
+def run_demo(out: Path | None = None, *, train: bool | None = None, models: Path | None = None) -> DemoResult:
     """Build the example (in a temporary folder unless ``out``) and check both drafters.
 
     ``train`` None trains when the smoke extra is installed; False keeps the random-weight drafters.
+    ``models`` names a folder of models trained earlier (target/, draft/, draft-broken/): they are
+    copied instead of trained again (the folder itself is only read), and measured like trained ones.
     """
-    trained = can_train() if train is None else train
+    if models is not None:
+        missing = [name for name in DEMO_MODELS if not (models / name / "config.json").is_file()]
+        if missing:
+            raise SpecprobeError(f"--models {models}: no trained {', '.join(missing)} there (each needs config.json)")
+        if not can_train():
+            raise SpecprobeError("--models measures the trained models: install the smoke extra (specprobe[smoke])")
+    trained = models is not None or (can_train() if train is None else train)
     if out is None:
         root = Path(tempfile.mkdtemp(prefix="specprobe-demo-"))
     else:
@@ -151,7 +164,10 @@ def run_demo(out: Path | None = None, *, train: bool | None = None) -> DemoResul
         except OSError as exc:
             raise SpecprobeError(f"cannot create {root}: {exc.strerror or exc}") from None
     try:
-        if trained:
+        if models is not None:
+            for name in DEMO_MODELS:
+                shutil.copytree(models / name, root / name, dirs_exist_ok=True)
+        elif trained:
             train_demo(root)
         else:
             write_demo(root)

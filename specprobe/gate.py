@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from specprobe.check import _families, build_context, run_families
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
 from specprobe.context import Family
 from specprobe.deploy.engines import resolve_engine_version
@@ -129,15 +130,12 @@ def _not_examined(deployment: Deployment, ref: ModelRef, key: str, strict: bool)
 
 def _check_families() -> list[Family]:
     """check's rule families without the matrix: gate adds the matrix once, from lint (which knows features)."""
-    from specprobe.check import _families
     from specprobe.rules import compat
 
     return [family for family in _families() if family is not compat.run]
 
 
 def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None, cache: GateCache) -> list[Finding]:
-    from specprobe.check import build_context, run_families
-
     assert draft.folder is not None
     engine = str(deployment.engine) if deployment.engine is not None else None
     target_spec = str(target.folder) if target is not None and target.folder is not None else None

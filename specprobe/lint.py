@@ -20,17 +20,15 @@ from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import Entry, Match, Pairing, Verdict
 from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
-from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
-from specprobe.deploy.model import Deployment, deployment_from_argv
-from specprobe.engine_spec import EngineSpec, parse_engine_spec
-from specprobe.findings import Finding, Report, Severity, SpecprobeError
+from specprobe.deploy.argv import ServeCommand, normalise_flag
+from specprobe.deploy.model import Deployment
+from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
 from specprobe.untrusted import UntrustedInputError, exists, parse_json
 
-# The command parser lives with the deployment model; these names stay importable from here.
-__all__ = ["LintCache", "LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
+__all__ = ["LintCache", "LintResult", "lint_deployment"]
 _normalise = normalise_flag
 
 
@@ -540,28 +538,3 @@ def lint_deployment(
                     verdict_line.line = matrix_line
                 findings.append(verdict_line)
     return [deployment.locate(f) for f in findings], engine_label
-
-
-def lint_command(
-    argv: list[str], *, engine: str | None = None, strict: bool = False, device: str | None = None
-) -> Report:
-    """Lint one serve command, and check the drafter and target it names where they are on this machine.
-
-    ``device`` (``--device cpu``) overrides the command's own ``--device``. SpecprobeError when it is not a
-    serve command, ``engine`` does not match it, or no snapshot exists.
-    """
-    deployment = deployment_from_argv(argv)
-    if device:
-        deployment.device = device
-    if engine:
-        spec = parse_engine_spec(engine, allow_range=False)
-        if spec.engine != deployment.engine_name:
-            raise SpecprobeError(f"--engine {engine} does not match the command, which runs {deployment.engine_name}")
-        deployment.engine = spec
-    option: EngineSpec | None = deployment.engine if engine else None
-    from specprobe.gate import gate_deployments  # gate builds on lint's rules; import here, not at module top
-
-    report = gate_deployments([deployment], engine=option, strict=strict, command="lint")
-    if deployment.device:
-        report.subject["device"] = deployment.device
-    return report

@@ -1,30 +1,38 @@
 """The `specprobe` command line: each subcommand parses, builds, runs and reports; no logic lives here.
 
 Subcommand modules import heavy libraries (torch, transformers, engines) only inside the command
-body, so `specprobe --help`, `check`, `lint` and `matrix` start fast.
+body, so `specprobe --help`, `check`, `lint` and `matrix` start fast. Start-up is also why the
+console entry point registers only the subcommand it was asked for (`specprobe check ...` never
+imports the schema, smoke or matrix command modules); `--help`, an unknown word and the importable
+``app`` get every subcommand.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 import sys
+from collections.abc import Iterable
 
 import typer
 
 from specprobe import __version__
-from specprobe.cli import check, demo, engines, gate, lint, matrix, rules, schema, smoke
 from specprobe.textsafe import terminal
 
-app = typer.Typer(
-    name="specprobe",
-    help="Will this speculative-decoding deployment work? Check drafters, engine schemas and pairings "
-    "for vLLM and SGLang before spending GPUs.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+# Command name -> the module under specprobe.cli whose register(app) adds it.
+COMMAND_MODULES: dict[str, str] = {
+    "check": "check",
+    "schema": "schema",
+    "lint": "lint",
+    "gate": "gate",
+    "matrix": "matrix",
+    "smoke": "smoke",
+    "rules": "rules",
+    "rule": "rules",
+    "demo": "demo",
+    "engines": "engines",
+}
 
 
 def _version(value: bool) -> None:
@@ -33,15 +41,47 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
-) -> None:
-    """Will this speculative-decoding deployment work?"""
+def build_app(commands: Iterable[str] | None = None) -> typer.Typer:
+    """The typer app with ``commands`` registered (all of them when None), in the order --help lists them."""
+    application = typer.Typer(
+        name="specprobe",
+        help="Will this speculative-decoding deployment work? Check drafters, engine schemas and pairings "
+        "for vLLM and SGLang before spending GPUs.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+    @application.callback()
+    def _root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    ) -> None:
+        """Will this speculative-decoding deployment work?"""
+
+    wanted = set(COMMAND_MODULES.values()) if commands is None else {COMMAND_MODULES[c] for c in commands}
+    for module in dict.fromkeys(COMMAND_MODULES.values()):
+        if module in wanted:
+            importlib.import_module(f"specprobe.cli.{module}").register(application)
+    _whole_summaries(application)
+    return application
 
 
-for _module in (check, schema, lint, gate, matrix, smoke, rules, demo, engines):
-    _module.register(app)
+_FULL_APP: list[typer.Typer] = []
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``specprobe.cli.app``, every subcommand registered, built on first use (PEP 562)."""
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not _FULL_APP:
+        _FULL_APP.append(build_app())
+    return _FULL_APP[0]
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """Only the named subcommand's module when the first argument names one (options come after it)."""
+    return build_app([argv[0]]) if argv and argv[0] in COMMAND_MODULES else __getattr__("app")
 
 
 def _summary(help_text: str) -> str:
@@ -53,17 +93,25 @@ def _summary(help_text: str) -> str:
     return sentence.rstrip(".;:")
 
 
-for _info in app.registered_commands:
-    if _info.short_help is None:
-        _text = _info.help or (inspect.getdoc(_info.callback) if _info.callback else None)
-        if _text:
-            _info.short_help = _summary(_text)
+def _whole_summaries(application: typer.Typer) -> None:
+    """Give every registered command its whole first sentence as ``short_help``."""
+    for info in application.registered_commands:
+        if info.short_help is None:
+            text = info.help or (inspect.getdoc(info.callback) if info.callback else None)
+            if text:
+                info.short_help = _summary(text)
+    for group in application.registered_groups:
+        # typer keeps unset group fields as DefaultPlaceholder objects, not None: look for a string.
+        own = group.typer_instance.info if group.typer_instance is not None else None
+        text = next((t for t in (group.help, own.help if own else None) if isinstance(t, str)), None)
+        if not isinstance(group.short_help, str) and text:
+            group.short_help = _summary(text)
 
 
 def main() -> None:
     """Console-script entry point: no traceback ever reaches the user."""
     try:
-        app()
+        _app_for(sys.argv[1:])()
     except SystemExit:
         raise
     except KeyboardInterrupt:

@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
-from specprobe.baseline import suppressed_count
 from specprobe.findings import ExitCode, Report, Severity, SpecprobeError, exit_code
-from specprobe.reporters import REPORTERS
 from specprobe.textsafe import terminal
 
 if TYPE_CHECKING:
@@ -25,8 +23,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 # Every registered reporter renders a findings report; commands with other output (rules, schema)
-# declare their own shorter tuple.
-FINDINGS_FORMATS: tuple[str, ...] = tuple(REPORTERS)
+# declare their own shorter tuple. The names are written here rather than read from
+# specprobe.reporters because every command module imports this one and the reporters cost about
+# 15 ms to import (`specprobe --help` renders no report); tests/config/test_distribution.py checks
+# that they are the registry's names, in its order.
+FINDINGS_FORMATS: tuple[str, ...] = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
 
 
 def format_option(formats: Sequence[str]) -> Any:
@@ -127,7 +128,7 @@ def resolve_format(fmt: str | None, choices: tuple[str, ...] | None = None) -> s
     """The format to write: ``--format`` (an unknown one is a usage error), else ``SPECPROBE_FORMAT``
     when this command has that format (a team-wide default must not break commands that lack it),
     else text."""
-    allowed = choices or tuple(REPORTERS)
+    allowed = choices or FINDINGS_FORMATS
     if fmt is not None:
         if fmt not in allowed:
             raise SpecprobeError(f"unknown format {fmt!r}; choose one of: {', '.join(allowed)}")
@@ -205,6 +206,8 @@ def emit(
     )
     warnings_fail = strict or settings.fail_on is Severity.WARNING
     report = replace(report, fail_on=Severity.WARNING if warnings_fail else Severity.ERROR)
+    from specprobe.reporters import REPORTERS  # start-up: see FINDINGS_FORMATS
+
     reporter = REPORTERS[chosen](
         color=use_color(output) and chosen == "text",
         width=report_width(output) if chosen == "text" else None,
@@ -224,6 +227,8 @@ def emit(
             f"{summary.warnings} warning(s)" + (" (warnings fail)" if warnings_fail else ""),
             err=True,
         )
+    from specprobe.baseline import suppressed_count
+
     suppressed = suppressed_count(report)
     if suppressed:
         typer.echo(

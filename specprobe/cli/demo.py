@@ -33,6 +33,15 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--static", help="Random-weight drafters and static checks only (no training, no torch)."),
         ] = False,
+        models: Annotated[
+            Path | None,
+            typer.Option(
+                "--models",
+                help="Reuse models trained earlier (a folder with target/, draft/ and draft-broken/, as written "
+                "by a previous `specprobe demo --out DIR`): copied, not retrained; the smoke extra is still needed.",
+                file_okay=False,
+            ),
+        ] = None,
         fmt: Annotated[str | None, format_option(DEMO_FORMATS)] = None,
         output: OutputOption = None,
     ) -> None:
@@ -43,10 +52,12 @@ def register(app: typer.Typer) -> None:
         go; `--output` is where the report goes.
         """
         from specprobe.demo import run_demo
-        from specprobe.findings import Report
+        from specprobe.findings import Report, SpecprobeError
 
         chosen = resolve_format(fmt, DEMO_FORMATS)
-        result = run_demo(out, train=False if static else None)
+        if static and models is not None:
+            raise SpecprobeError("--static writes random-weight drafters; --models reuses trained ones: choose one")
+        result = run_demo(out, train=False if static else None, models=models)
         sections = [("valid drafter", result.valid), ("broken drafter", result.broken)]
         sections += [(f"smoke, reference backend: {name}", smoke) for name, smoke in result.smoke.items()]
         if chosen == "json":

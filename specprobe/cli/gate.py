@@ -111,7 +111,7 @@ def _gate(
     from specprobe.config import exact_configured
 
     if exact or exact_configured(config, [Path(p) for p in given]):
-        from specprobe.engines.exact import exact_for_given
+        from specprobe.pipeline import exact_for_given
 
         exact_for_given(report, given, spec)
     emit(

@@ -66,7 +66,7 @@ def _lint(
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
     compatibility matrix; with --dry-run also against the engine's own configuration code (nothing is
     served or downloaded)."""
-    from specprobe.lint import lint_command
+    from specprobe.pipeline import lint_command
 
     argv = list(command or [])
     if not dry_run:
@@ -90,7 +90,7 @@ def _lint(
     if exact or exact_configured(config, []):
         from specprobe.deploy.model import deployment_from_argv
         from specprobe.engine_spec import parse_optional_engine_spec
-        from specprobe.engines.exact import exact_for_deployments
+        from specprobe.pipeline import exact_for_deployments
 
         deployment = deployment_from_argv(argv)
         exact_for_deployments(report, [deployment], parse_optional_engine_spec(engine, allow_range=False))

@@ -17,7 +17,7 @@ from specprobe.deploy.engines import image_engine, image_entrypoint, image_witho
 from specprobe.deploy.launchers import unwrap
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
-from specprobe.deploy.yamlsource import LineDict
+from specprobe.deploy.yamlsource import LineDict, load_documents
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import deploy as rules
 
@@ -332,8 +332,6 @@ def _with_config_file(
     local = Path(path) if Path(path).is_absolute() else base_dir / path
     try:
         if local.is_file() and local.stat().st_size < 1024 * 1024:
-            from specprobe.deploy.yamlsource import load_documents
-
             documents = load_documents(local.read_text(encoding="utf-8"), path)
             if documents and isinstance(documents[0], LineDict):
                 index = launch.argv.index(next(w for w in launch.argv if w.startswith("--config")))

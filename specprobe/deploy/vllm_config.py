@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.deploy.yamlsource import LineDict
 from specprobe.findings import Finding
@@ -77,8 +78,6 @@ def splice_config(
     """``argv`` with its ``--config FILE`` replaced by the file's arguments where vLLM puts them: after
     ``serve MODEL`` (the command line's later flags still win). ``config_line`` replaces the lines of
     the file's keys when they are in another file than the launch."""
-    from specprobe.deploy.argv import detect_engine
-
     detected = detect_engine(argv)
     index = next((i for i, word in enumerate(argv) if word.split("=", 1)[0] == "--config"), None)
     if detected is None or index is None:

@@ -15,11 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specprobe.deploy.argv import parse_command
 from specprobe.findings import SpecprobeError
-
-# The one place that turns a serve command into (engine, model, flags); the deployment model may
-# replace this parser later without touching the rest of the module.
-from specprobe.lint import parse_command
 
 VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
 VLLM_API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from specprobe.findings import SpecprobeError
-from specprobe.smoke.eagle3 import DraftKVCache, Eagle3Drafter, load_drafter
+from specprobe.smoke.eagle3 import DraftKVCache, Eagle3Drafter, decode_attention, load_drafter
 
 Progress = Callable[[int], None]
 
@@ -197,6 +197,7 @@ class SpeculativeResult:
 
 
 @torch.inference_mode()
+@decode_attention()
 def greedy_generate(
     target: Target,
     prompts: Sequence[Sequence[int]],
@@ -230,6 +231,7 @@ def greedy_generate(
 
 
 @torch.inference_mode()
+@decode_attention()
 def speculative_generate(
     target: Target,
     drafter: Eagle3Drafter,
@@ -392,6 +394,7 @@ def rounding_tolerance(dtype: torch.dtype, magnitude: float, *, hidden_size: int
 
 
 @torch.inference_mode()
+@decode_attention()
 def classify_divergence(
     target: Target, prompt: Sequence[int], greedy: Sequence[int], speculative: Sequence[int], *, device: str
 ) -> Divergence | None:

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch.nn import functional
 
-from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter, checkpoint_state
+from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter, checkpoint_state, decode_attention
 
 # Standard-library modules whose sources form the training text: plain Python, present in every
 # CPython 3.11+, large enough for a small model to learn code-shaped text.
@@ -247,6 +247,7 @@ def train_target(plan: TrainPlan, stream: torch.Tensor, vocab_size: int, *, devi
 
 
 @torch.no_grad()
+@decode_attention()  # generate() decodes: a new key length every step
 def _greedy_continuations(model: Any, stream: torch.Tensor, plan: TrainPlan, *, device: str, seed: int) -> torch.Tensor:
     """The target's own greedy continuations of short prefixes: the text the drafter meets in use."""
     generator = torch.Generator().manual_seed(seed + 1)

@@ -8,8 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from specprobe.cli import app
+from specprobe.deploy.argv import parse_command
 from specprobe.findings import SpecprobeError
-from specprobe.lint import lint_command, parse_command
+from specprobe.pipeline import lint_command
 from specprobe.schema.store import known_versions
 
 from .conftest import DRAFTERS, TARGETS

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import pytest
 import typer
 import yaml
 
@@ -42,8 +41,8 @@ def options_of(command: str) -> set[str]:
 
 
 def require(command: str) -> None:
-    if command not in commands():
-        pytest.skip(f"`specprobe {command}` is not registered in this build")
+    """A command the distribution documents must exist: a lost command fails here, it is never skipped."""
+    assert command in commands(), f"`specprobe {command}` is documented but not registered"
 
 
 def specprobe_calls(script: str) -> list[tuple[str, set[str]]]:
@@ -158,3 +157,10 @@ def test_action_gate_step_refuses_a_missing_baseline(tmp_path: Path) -> None:
     assert "::error title=specprobe::baseline missing-baseline.json does not exist" in done.stdout
     assert output.read_text(encoding="utf-8") == "exit-code=2\n"
     assert not (tmp_path / "missing-baseline.json").exists()
+
+
+def test_the_cli_format_choices_are_the_registered_reporters() -> None:
+    from specprobe.cli._common import FINDINGS_FORMATS
+    from specprobe.reporters import REPORTERS
+
+    assert tuple(REPORTERS) == FINDINGS_FORMATS

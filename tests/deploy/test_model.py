@@ -8,9 +8,9 @@ import pytest
 
 from specprobe.demo import write_demo
 from specprobe.deploy import deployment_from_argv
+from specprobe.deploy.argv import parse_command
 from specprobe.findings import SpecprobeError
-from specprobe.lint import lint_command
-from specprobe.lint import parse_command as reexported
+from specprobe.pipeline import lint_command
 
 
 def test_vllm_command_fields_and_lines():
@@ -45,7 +45,7 @@ def test_sglang_command_with_prefixes():
 def test_not_a_serve_command():
     with pytest.raises(SpecprobeError):
         deployment_from_argv(["python", "train.py"])
-    assert reexported(["vllm", "serve", "m"]).model == "m"
+    assert parse_command(["vllm", "serve", "m"]).model == "m"
 
 
 def test_lint_reports_the_drafters_checkpoint_errors(tmp_path):

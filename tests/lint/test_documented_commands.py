@@ -14,7 +14,7 @@ import pytest
 
 from specprobe.checkpoint.builder import target_config, write_json
 from specprobe.findings import Severity
-from specprobe.lint import lint_command
+from specprobe.pipeline import lint_command
 
 SGLANG_DOC = (
     "https://github.com/sgl-project/sglang/blob/067ad4d335bbd6da15d4a83a6f257cfa9e0f6be0/"

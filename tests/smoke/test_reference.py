@@ -72,7 +72,8 @@ def test_shuffled_d2t_collapses_acceptance_but_stays_lossless(demo_models: dict[
     # Verification keeps the output the target's own, whatever the drafter proposes.
     assert report["lossless"] is True
     assert code == 1
-    assert "SMOKE-ACCEPTANCE-LOW" in {f["rule"] for f in report["findings"]}
+    # --force measured a drafter that the static check reports errors on (VOCAB-D2T-ORDER), and says so.
+    assert {"SMOKE-ACCEPTANCE-LOW", "SMOKE-CHECK-SKIPPED"} <= {f["rule"] for f in report["findings"]}
 
 
 def test_static_check_errors_refuse_the_drafter_without_force(demo_models: dict[str, Path]):

@@ -107,4 +107,10 @@ def test_smoke_rules_are_registered_with_evidence():
     smoke_rules = {r.id: r for r in all_rules() if r.family == "smoke"}
     assert {"SMOKE-ACCEPTANCE-LOW", "SMOKE-NOT-LOSSLESS", "SMOKE-ENGINE-GAP"} <= set(smoke_rules)
     assert all(r.evidence and r.evidence[0].startswith("https://") for r in smoke_rules.values())
-    assert json.loads(json.dumps([r.id for r in smoke_rules.values()]))
+    # `specprobe rules` lists every one of them, with the family and severity the registry gives.
+    result = CliRunner().invoke(app, ["rules", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    listed = {r["id"]: r for r in json.loads(result.stdout)["rules"]}
+    assert set(smoke_rules) <= set(listed)
+    for rule_id, rule in smoke_rules.items():
+        assert (listed[rule_id]["family"], listed[rule_id]["severity"]) == ("smoke", rule.severity.value)

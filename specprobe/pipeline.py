@@ -1,0 +1,142 @@
+"""The doors into the one pipeline that sit above it: `lint` is the gate over one deployment built
+from a serve command's argv.
+
+This module sits above both ``specprobe.gate`` and ``specprobe.lint``: gate examines a deployment with
+lint's rules (gate -> lint), and lint of a command line is that same examination (pipeline -> gate), so
+neither of the two needs to import the other from inside a function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.deploy.argv import looks_like_serve_command
+from specprobe.deploy.engines import resolve_engine_version
+from specprobe.deploy.loader import load_deployments
+from specprobe.deploy.model import deployment_from_argv
+from specprobe.engine_spec import EngineSpec, parse_engine_spec
+from specprobe.engines.exact import (
+    DEFAULT_TIMEOUT_S,
+    ExactCase,
+    case_from_checkpoint,
+    exact_interpreters,
+    run_cases,
+    same_release,
+)
+from specprobe.findings import Finding, Report, SpecprobeError
+from specprobe.gate import gate_deployments, resolve_model
+from specprobe.hfconfig import ConfigError, load_config_json
+from specprobe.rules import exact as rules
+from specprobe.rules.exact import findings_for, sglang_static
+
+__all__ = ["exact_for_deployments", "exact_for_given", "lint_command"]
+
+
+def lint_command(
+    argv: list[str], *, engine: str | None = None, strict: bool = False, device: str | None = None
+) -> Report:
+    """Lint one serve command, and check the drafter and target it names where they are on this machine.
+
+    ``device`` (``--device cpu``) overrides the command's own ``--device``. SpecprobeError when it is not a
+    serve command, ``engine`` does not match it, or no snapshot exists.
+    """
+    deployment = deployment_from_argv(argv)
+    if device:
+        deployment.device = device
+    if engine:
+        spec = parse_engine_spec(engine, allow_range=False)
+        if spec.engine != deployment.engine_name:
+            raise SpecprobeError(f"--engine {engine} does not match the command, which runs {deployment.engine_name}")
+        deployment.engine = spec
+    option: EngineSpec | None = deployment.engine if engine else None
+    report = gate_deployments([deployment], engine=option, strict=strict, command="lint")
+    if deployment.device:
+        report.subject["device"] = deployment.device
+    return report
+
+
+def exact_for_deployments(report: Any, deployments: Sequence[Any], engine: Any = None,
+                          *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    """``lint --exact`` / ``gate --exact``: each deployment's drafter, target and speculative settings through
+    its vLLM release's own code; one probe process per release. Findings are placed on the deployment."""
+    summary: list[dict[str, Any]] = report.extra.setdefault("exact", [])
+    pending: dict[str, list[tuple[Any, ExactCase]]] = {}
+
+    def note(deployment: Any, finding: Finding, entry: dict[str, Any]) -> None:
+        summary.append(entry)
+        report.add(deployment.locate(finding, "draft", "speculative", "command"))
+
+    for index, deployment in enumerate(deployments):
+        if deployment.command is None or deployment.engine_name is None or not deployment.draft:
+            continue
+        resolve_engine_version(deployment, engine)
+        version = deployment.engine.version if deployment.engine is not None else None
+        entry: dict[str, Any] = {"deployment": deployment.name, "engine": deployment.engine_name,
+                                 "version": str(version) if version else None, "verdict": "static"}
+        if deployment.engine_name == "sglang":
+            entry["why"] = "SGLang's draft classes are not constructed here"
+            note(deployment, sglang_static(str(version)), entry)
+            continue
+        draft = resolve_model(deployment, deployment.draft, "draft")
+        target = resolve_model(deployment, deployment.target, "target")
+        missing = [ref for ref in (draft, target) if ref is None or ref.folder is None]
+        if version is None or missing:
+            why = "no engine version" if version is None else "; ".join(
+                (ref.why_not or ref.spec) if ref is not None else "no target" for ref in missing)
+            entry["why"] = why
+            note(deployment, rules.UNAVAILABLE.finding(f"exact mode did not run: {why}; the verdict is static"), entry)
+            continue
+        assert draft is not None and target is not None and draft.folder is not None and target.folder is not None
+        try:
+            checkpoint = load_checkpoint(draft.folder)
+            target_config = load_config_json(target.folder / "config.json")
+        except (OSError, ConfigError) as exc:
+            entry["why"] = f"unreadable: {exc}"
+            note(deployment, rules.UNAVAILABLE.finding(f"exact mode did not run: {exc}; the verdict is static"), entry)
+            continue
+        if checkpoint.config_raw is None or not checkpoint.tensors:
+            entry["why"] = "no config.json or no safetensors tensors in the drafter"
+            unusable = rules.UNAVAILABLE.finding(f"exact mode did not run: {entry['why']}; the verdict is static")
+            note(deployment, unusable, entry)
+            continue
+        case = case_from_checkpoint(f"d{index}", checkpoint, target_config,
+                                    method=deployment.method, speculative=deployment.speculative)
+        pending.setdefault(str(version), []).append((deployment, case))
+    for version, items in pending.items():
+        interpreters = exact_interpreters("vllm", version)
+        if not interpreters:
+            for deployment, _case in items:
+                note(deployment, rules.UNAVAILABLE.finding(
+                    f"no interpreter of vLLM {version} here; the verdict for it is static",
+                    hint=f"specprobe engines install vllm=={version}"),
+                    {"deployment": deployment.name, "engine": "vllm", "version": version, "verdict": "static",
+                     "why": "release not installed in the engine cache"})
+            continue
+        run = run_cases([case for _deployment, case in items], interpreters[0], timeout_s=timeout_s)
+        matches = same_release(run.version, version)
+        for deployment, case in items:
+            entry = {"deployment": deployment.name, "engine": "vllm", "version": version, "verdict": "static",
+                     "interpreter": run.interpreter, "reported": run.version}
+            if not matches:
+                entry["why"] = f"the interpreter has vLLM {run.version}, not {version}"
+                note(deployment, rules.UNAVAILABLE.finding(f"{entry['why']}; the verdict is static"), entry)
+                continue
+            reply = run.cases[case.id]
+            entry["verdict"] = "static" if reply.get("stage") == "unsupported" else "exact"
+            summary.append(entry)
+            for finding in findings_for(case, reply, run.version):
+                finding.location = f"{deployment.draft}/{finding.location}" if finding.location else deployment.draft
+                report.add(deployment.locate(finding, "draft", "speculative", "command"))
+
+
+def exact_for_given(report: Any, given: Sequence[str], engine: Any = None) -> None:
+    """``gate --exact``: the deployments of the files (or the one launch command) gate examined. Standard
+    input was read once by the gate itself, so ``-`` is not read again here."""
+    if looks_like_serve_command(list(given)) and not Path(given[0]).exists():
+        deployments = [deployment_from_argv(list(given))]
+    else:
+        deployments = [deployment for path in given if path != "-" for deployment in load_deployments(path)[0]]
+    exact_for_deployments(report, deployments, engine)
