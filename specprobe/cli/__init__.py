@@ -11,7 +11,7 @@ import sys
 import typer
 
 from specprobe import __version__
-from specprobe.cli import check, demo, gate, lint, matrix, rules, schema, smoke
+from specprobe.cli import check, demo, fix, gate, lint, matrix, rules, schema, smoke
 from specprobe.textsafe import terminal
 
 app = typer.Typer(
@@ -38,7 +38,7 @@ def _root(
     """Will this speculative-decoding deployment work?"""
 
 
-for _module in (check, schema, lint, gate, matrix, smoke, rules, demo):
+for _module in (check, schema, lint, gate, matrix, smoke, rules, demo, fix):
     _module.register(app)
 
 
