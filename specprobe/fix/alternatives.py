@@ -22,18 +22,32 @@ class Alternatives:
     hints: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        parts = [f"{engine} {_ranges(versions)}" for engine, versions in self.releases.items() if versions]
-        said = ("fixable for " + "; ".join(parts)) if parts else "no shipped release of vLLM or SGLang serves it"
+        parts = [f"{engine} {_ranges(engine, versions)}" for engine, versions in self.releases.items() if versions]
+        said = (
+            ("fix makes it pass on " + "; ".join(parts))
+            if parts
+            else "no shipped release of vLLM or SGLang serves it after a fix"
+        )
         return said + ("; " + " ".join(dict.fromkeys(self.hints)) if self.hints else "")
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"releases": self.releases, "hints": list(dict.fromkeys(self.hints))}
 
 
-def _ranges(versions: list[str]) -> str:
-    if len(versions) <= 2:
-        return ", ".join(versions)
-    return f"{versions[0]} to {versions[-1]} ({len(versions)} shipped releases)"
+def _ranges(engine: str, versions: list[str]) -> str:
+    """Runs of consecutive shipped releases: ``0.18.0-0.34.0, 0.9.0``."""
+    from specprobe.schema.store import known_versions
+
+    order = known_versions(engine)
+    chosen = set(versions)
+    runs: list[list[str]] = []
+    for version in order:
+        if version in chosen:
+            if runs and order.index(runs[-1][-1]) == order.index(version) - 1:
+                runs[-1].append(version)
+            else:
+                runs.append([version])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 @dataclass
@@ -54,7 +68,7 @@ def matrix_failures(plan: FixPlan) -> list[tuple[str, str | None]]:
     from specprobe.checkpoint.layout import effective_draft_config
     from specprobe.compat.evaluate import evaluate
     from specprobe.compat.loader import load_matrix
-    from specprobe.rules.compat import CHECK_SKIPS, pairings_for
+    from specprobe.rules.compat import pairings_for
 
     config = plan.config or {}
     architectures = config.get("architectures")
@@ -66,7 +80,7 @@ def matrix_failures(plan: FixPlan) -> list[tuple[str, str | None]]:
         target_config=plan.target.config,
         engines=[(plan.engine, plan.version)],
     )
-    entries = [e for e in load_matrix() if e.kind not in CHECK_SKIPS]
+    entries = list(load_matrix())
     failures = []
     for pairing, _ in pairings_for(context):
         for verdict in evaluate(entries, pairing):

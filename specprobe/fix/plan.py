@@ -50,6 +50,14 @@ _UNCOPYABLE = frozenset(
     {"index-invalid", "path-escape", "shard-missing", "no-weights", "pickle-only", "truncated", "header",
      "duplicate", "dtype", "size", "overlap", "index-tensor-missing", "file-unreadable"}
 )
+# Where the newest release read takes the target layers to capture: vLLM the top-level ids only, SGLang
+# eagle_config's only (fc is sized from num_aux_hidden_states or eagle_config in both).
+_CAPTURE = {
+    "vllm": source_url("vllm", "0.33.0", "vllm/v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),
+    "sglang": source_url(
+        "sglang", "0.5.23", "sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py"
+    ),
+}
 # Files beside the weights that are copied as they are (plain data an engine or a user may read).
 _COPIED_SUFFIXES = (".json", ".md", ".txt", ".model", ".tiktoken", ".jinja", ".yaml", ".yml")
 # A target embedding copied row by row: rows above this many bytes each are read whole (one range).
@@ -582,12 +590,7 @@ class _Planner:
                    "num_aux_hidden_states or eagle_config")
                 + f"; fc fuses {len(ids)}",
                 location=f"config.json:{_AUX}",
-                evidence=(
-                    source_url(self.engine, self.version, _loader_path(self.engine)),
-                    *(() if self.engine != "sglang" else (source_url(
-                        "sglang", "0.5.23",
-                        "sglang/srt/model_executor/model_runner_components/spec_aux_hidden_state.py"),)),
-                ),
+                evidence=(source_url(self.engine, self.version, _loader_path(self.engine)), _CAPTURE[self.engine]),
             )
 
     def _vocab_sizes(self, config: dict[str, Any]) -> None:

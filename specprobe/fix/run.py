@@ -74,7 +74,8 @@ def _refuse(report: Report, plan: FixPlan, options: FixOptions, blockers: list[B
     for blocker in blockers:
         finding = blocker.finding()
         if blocker.rule is rules.UNFIXABLE:
-            finding.hint = "; ".join(part for part in (blocker.hint, "instead: " + instead) if part)
+            own = blocker.hint if blocker.hint and blocker.hint not in alternatives.hints else None
+            finding.hint = "; ".join(part for part in (own, "instead: " + instead) if part)
         report.add(finding)
     report.extra["alternatives"] = alternatives.to_json_dict()
     report.extra["written"] = False
