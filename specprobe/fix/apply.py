@@ -66,19 +66,21 @@ def validate_out(out: Path, *, draft_dir: Path, target_dir: Path | None) -> Path
     return resolved
 
 
+# The only tensors whose data check reads (without --deep): a shadow copy writes these for real.
+_READ_BY_CHECK = frozenset({"d2t", "t2d"})
+
+
 def out_tensors(plan: FixPlan, file: str, *, shadow: bool = False) -> list[OutTensor]:
-    return [
-        OutTensor(
-            name=t.name,
-            dtype=t.dtype,
-            shape=t.shape,
-            ranges=() if shadow and t.data is None else t.ranges,
-            data=t.data,
-            shadow=shadow and t.data is None,
+    tensors = []
+    for t in plan.tensors:
+        if t.file != file:
+            continue
+        hole = shadow and t.data is None and t.name not in _READ_BY_CHECK
+        tensors.append(
+            OutTensor(name=t.name, dtype=t.dtype, shape=t.shape, ranges=() if hole else t.ranges, data=t.data,
+                      shadow=hole)
         )
-        for t in plan.tensors
-        if t.file == file
-    ]
+    return tensors
 
 
 def write_into(
