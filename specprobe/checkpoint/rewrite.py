@@ -211,12 +211,13 @@ def sha256_range(path: Path, begin: int, nbytes: int) -> str:
         position = begin
         for start, stop in _data_segments(fd, begin, begin + nbytes):
             _zeros(digest, start - position)
-            while start < stop:
-                chunk = os.pread(fd, min(CHUNK, stop - start), start)
+            cursor = start
+            while cursor < stop:
+                chunk = os.pread(fd, min(CHUNK, stop - cursor), cursor)
                 if not chunk:
                     raise OSError(errno.EIO, f"{path.name} ends inside a tensor")
                 digest.update(chunk)
-                start += len(chunk)
+                cursor += len(chunk)
             position = stop
         _zeros(digest, begin + nbytes - position)
     return digest.hexdigest()

@@ -46,10 +46,10 @@ def validate_out(out: Path, *, draft_dir: Path, target_dir: Path | None) -> Path
         resolved = out.resolve()
     except (OSError, RuntimeError) as exc:
         raise SpecprobeError(f"--out {out}: {exc}") from None
-    for label, root in (("the drafter folder", draft_dir), ("the target folder", target_dir)):
-        if root is None:
+    for label, given in (("the drafter folder", draft_dir), ("the target folder", target_dir)):
+        if given is None:
             continue
-        root = root.resolve()
+        root = given.resolve()
         if _inside(resolved, root):
             raise SpecprobeError(f"--out {out} is inside {label} {root}; fix never writes into its inputs")
         if _inside(root, resolved):
@@ -118,10 +118,10 @@ def publish(staging: Path, out: Path) -> None:
     """Rename the finished copy to ``out`` (an absent path or an empty folder)."""
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 is for the staging phase only
+    staging.chmod(0o777 & ~umask)  # mkdtemp's 0700 is for the staging phase only
     if out.exists():
         out.rmdir()  # empty, checked before writing; rmdir refuses if anything appeared since
-    os.rename(staging, out)
+    staging.rename(out)
 
 
 def discard(folder: Path) -> None:

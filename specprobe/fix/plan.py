@@ -282,9 +282,13 @@ def choose_architecture(engine: str, version: str, current: str | None, out_form
         return "Eagle3Speculator"
     if out_format == "eagle3":
         return "LlamaForCausalLM"
-    if current is not None and current != "Eagle3Speculator" and loads_as(engine, version, current, out_format):
-        if mla == ("Deepseek" in current):
-            return current
+    if (
+        current is not None
+        and current != "Eagle3Speculator"
+        and loads_as(engine, version, current, out_format)
+        and mla == ("Deepseek" in current)
+    ):
+        return current
     classes = _snapshot_draft_classes(engine, version)
     wanted = (
         ("Eagle3DeepseekV3ForCausalLM", "Eagle3DeepseekV2ForCausalLM")
@@ -309,7 +313,9 @@ def _stored_aux(fc: TensorInfo | None, target_hidden: int | None) -> int | None:
 class _Planner:
     """Builds one FixPlan; each step reads the drafter once and records changes or blockers."""
 
-    def __init__(self, draft_dir: Path, engine: str, version: str, target: TargetFiles, format_out: str | None):
+    def __init__(
+        self, draft_dir: Path, engine: str, version: str, target: TargetFiles, format_out: str | None
+    ) -> None:
         self.checkpoint = load_checkpoint(draft_dir)
         self.raw: dict[str, Any] = self.checkpoint.config_raw or {}
         self.layout: Layout = detect_layout(self.checkpoint, self.checkpoint.config_raw)
@@ -380,7 +386,9 @@ class _Planner:
             return plan
         target_config = self.target.config
         draft_hidden = _int(self.effective.get("hidden_size"))
-        target_hidden = _int(target_config.hidden_size) or _int(self.effective.get("target_hidden_size")) or draft_hidden
+        target_hidden = (
+            _int(target_config.hidden_size) or _int(self.effective.get("target_hidden_size")) or draft_hidden
+        )
         fc = self.layout.get("fc.weight")
         stored_aux = _stored_aux(fc, target_hidden)
         out_format = self.choose_format(stored_aux)
@@ -525,8 +533,8 @@ class _Planner:
             if broken:
                 plan.block(
                     rules.MISSING_INFO,
-                    f"{broken[0][0].split(':', 1)[1]} is not a list of layer ids ({aux_ids_problem(broken[0][1]) or 'empty'})"
-                    ": the target layers fc was trained on are needed",
+                    f"{broken[0][0].split(':', 1)[1]} is not a list of layer ids "
+                    f"({aux_ids_problem(broken[0][1]) or 'empty'}): the target layers fc was trained on are needed",
                     location=broken[0][0],
                 )
             elif stored not in (None, 3):
@@ -756,7 +764,8 @@ class _Planner:
                        location=self.layout.location("d2t"))
             return
         self.used = result.used
-        home = (d2t_info or t2d_info).file if (d2t_info or t2d_info) else self._first_file()
+        holder = d2t_info or t2d_info
+        home = holder.file if holder is not None else self._first_file()
         evidence = (source_url(self.engine, self.version, _loader_path(self.engine)),)
         if result.write_d2t:
             tensors.append(PlannedTensor("d2t", home, "I64", (draft_vocab,), "derived", "d2t" if d2t_info else None,
@@ -921,8 +930,7 @@ def _canonical(name: str) -> str:
 
 def _stored(canonical: str, midlayer: bool, mla: bool, original: str) -> str:
     if mla:
-        stripped = original[len("model."):] if original.startswith("model.") else original
-        return stripped
+        return original[len("model."):] if original.startswith("model.") else original
     if midlayer and canonical.startswith("layers.0."):
         return "midlayer." + canonical[len("layers.0."):]
     return canonical
@@ -946,7 +954,7 @@ def _loader_path(engine: str) -> str:
     )
 
 
-def render_config(
+def render_config(  # noqa: PLR0917 - the format-free settings and everything a format adds to them
     semantic: dict[str, Any],
     out_format: str,
     architecture: str,

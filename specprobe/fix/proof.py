@@ -119,7 +119,7 @@ def reference_logits(plan: FixPlan, folder: Path, *, seed: int = 0, positions: i
         return {"compared": False, "reason": "the target is not a local folder of safetensors weights under 2 GiB"}
     import torch
 
-    from specprobe.smoke.eagle3 import DraftKVCache, DrafterFormatError, load_drafter
+    from specprobe.smoke.eagle3 import DrafterFormatError, DraftKVCache, load_drafter
 
     embed = _target_embedding(target)
     if embed is None:
@@ -182,5 +182,8 @@ def _target_embedding(target: TargetFiles) -> Any:
             continue
         with safe_open(str(ckpt.path_of(info)), framework="pt") as handle:
             weight = handle.get_tensor(name).float()
-        return torch.nn.Embedding.from_pretrained(weight, freeze=True)
+        embedding = torch.nn.Embedding(weight.shape[0], weight.shape[1])
+        embedding.weight.data.copy_(weight)
+        embedding.weight.requires_grad_(False)
+        return embedding
     return None

@@ -57,7 +57,7 @@ def tree_digest(root: Path) -> dict[str, str]:
     found: dict[str, str] = {}
     for base, dirs, files in os.walk(root):
         for name in dirs:
-            found[os.path.relpath(os.path.join(base, name), root) + "/"] = "dir"
+            found[str((Path(base) / name).relative_to(root)) + "/"] = "dir"
         for name in files:
             path = Path(base) / name
             found[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
