@@ -74,6 +74,10 @@ def _gate(
             "target and drafter (thresholds from the manifest's smoke table).",
         ),
     ] = False,
+    fix_plan: Annotated[
+        bool,
+        typer.Option("--fix-plan", help="Also list, per deployment, the `specprobe fix` command that repairs its drafter."),
+    ] = False,
 ) -> None:
     """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
     and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
@@ -92,6 +96,10 @@ def _gate(
         report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict, smoke=smoke)
     else:
         report = gate_paths(given, engine=spec, strict=strict, smoke=smoke)
+    if fix_plan:
+        from specprobe.fix.gate import fix_plan_findings
+
+        report.extend(fix_plan_findings(given, spec))
     emit(
         report,
         fmt,
