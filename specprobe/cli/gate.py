@@ -76,7 +76,9 @@ def _gate(
     ] = False,
     fix_plan: Annotated[
         bool,
-        typer.Option("--fix-plan", help="Also list, per deployment, the `specprobe fix` command that repairs its drafter."),
+        typer.Option(
+            "--fix-plan", help="Also list, per deployment, the `specprobe fix` command that repairs its drafter."
+        ),
     ] = False,
 ) -> None:
     """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
