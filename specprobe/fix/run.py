@@ -8,6 +8,7 @@ contract keys.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,12 +93,16 @@ def run_fix(options: FixOptions) -> Report:
         out = applying.validate_out(
             options.out, draft_dir=expand_user(options.draft), target_dir=target_files.folder
         )
+    started = time.perf_counter()
     plan = build_plan(options.draft, target=options.target, engine=options.engine, format_out=options.format_out)
     report = _report(options, plan)
+    timings = report.extra.setdefault("timings_s", {})
+    timings["plan"] = round(time.perf_counter() - started, 3)
     report.extra["plan"] = plan.to_json_dict()
     report.extend(change.finding() for change in plan.changes)
     if plan.blockers:
         return _refuse(report, plan, options, plan.blockers)
+    started = time.perf_counter()
     if options.plan_only or out is None:
         folder, written = applying.write_shadow(plan)
     else:
@@ -107,8 +112,11 @@ def run_fix(options: FixOptions) -> Report:
         except BaseException:
             applying.discard(folder)
             raise
+    timings["write"] = round(time.perf_counter() - started, 3)
+    started = time.perf_counter()
     try:
         proof = _prove(plan, folder, written, shadow=options.plan_only or out is None, exact=options.exact)
+        timings["proof"] = round(time.perf_counter() - started, 3)
         report.extra["proof"] = proof.to_json_dict()
         if proof.check_errors:
             return _refuse(report, plan, options, _residual_blockers_from(proof, plan))
