@@ -38,7 +38,12 @@ from specprobe.fix import vocab
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
 from specprobe.rules import Rule
 from specprobe.rules import fix as rules
-from specprobe.rules.layout import SGLANG_EAGLE3_SINCE, VLLM_EAGLE3_ARCHITECTURES, VLLM_MLA_MIN_VERSION
+from specprobe.rules.layout import (
+    SGLANG_EAGLE3_SINCE,
+    VLLM_EAGLE3_ARCHITECTURES,
+    VLLM_MLA_MIN_VERSION,
+    VLLM_SHARES_HEAD_SINCE,
+)
 from specprobe.rules.shapes import aux_ids_problem, aux_layer_sources
 from specprobe.untrusted import exists, expand_user, is_dir
 
@@ -823,7 +828,7 @@ class _Planner:
         tied = config.get("tie_word_embeddings") is True
         reduced = draft_vocab is not None and target_vocab is not None and draft_vocab < target_vocab
         head = tied_head(self.engine, self.version)
-        if not tied and not reduced and self.engine == "vllm":
+        if not tied and not reduced and self._borrows_target_head():
             return  # vLLM >= 0.12 borrows the target's head for a full-vocabulary drafter that ships none
         if not tied and reduced:
             plan.block(
@@ -892,6 +897,14 @@ class _Planner:
             config["tie_word_embeddings"] = False
             plan.change(rules.FROM_TARGET, "tie_word_embeddings", True, False,
                         "the copy ships its own lm_head", location="config.json:tie_word_embeddings")
+
+    def _borrows_target_head(self) -> bool:
+        from packaging.version import InvalidVersion, Version
+
+        try:
+            return self.engine == "vllm" and Version(self.version) >= VLLM_SHARES_HEAD_SINCE
+        except InvalidVersion:
+            return False
 
     def _files(self) -> None:
         plan = self.plan
@@ -997,7 +1010,7 @@ def render_config(  # noqa: PLR0917 - the format-free settings and everything a 
         # from eagle_config: the same ids in both places serve every release.
         config[_AUX] = list(ids)
         if out_format != "eagle3":
-            config["eagle_config"] = {**eagle_rest, _AUX: list(ids), "use_aux_hidden_state": True}
+            config["eagle_config"] = {"use_aux_hidden_state": True, **eagle_rest, _AUX: list(ids)}
         if "num_aux_hidden_states" in raw or "num_aux_hidden_states" in semantic:
             config["num_aux_hidden_states"] = len(ids)
     elif eagle_rest and out_format != "eagle3":

@@ -16,7 +16,7 @@ from pathlib import Path
 from specprobe.findings import Report, Severity, SpecprobeError
 from specprobe.fix import apply as applying
 from specprobe.fix import proof as proving
-from specprobe.fix.alternatives import find_alternatives, matrix_failures
+from specprobe.fix.alternatives import Alternatives, find_alternatives, matrix_failures
 from specprobe.fix.plan import Blocker, FixPlan, build_plan, load_target
 from specprobe.rules import fix as rules
 from specprobe.untrusted import expand_user
@@ -67,8 +67,13 @@ def _residual_blockers(check: Report, plan: FixPlan) -> list[Blocker]:
 
 def _refuse(report: Report, plan: FixPlan, options: FixOptions, blockers: list[Blocker]) -> Report:
     """Unfixable: the blockers as errors, and the releases and advice that would work instead."""
-    alternatives = find_alternatives(
-        plan.draft_dir, target=options.target, asked=(plan.engine, plan.version), format_out=options.format_out
+    # Other releases help only when the pairing or the release is the problem, not missing information.
+    alternatives = (
+        find_alternatives(
+            plan.draft_dir, target=options.target, asked=(plan.engine, plan.version), format_out=options.format_out
+        )
+        if any(blocker.rule is rules.UNFIXABLE for blocker in blockers)
+        else Alternatives()
     )
     alternatives.hints.extend(hint for _, hint in matrix_failures(plan) if hint)
     instead = alternatives.text()

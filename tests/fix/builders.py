@@ -150,6 +150,10 @@ def tied_without_head(spec: DraftSpec, config: dict[str, Any], tensors: dict[str
     config["tie_word_embeddings"] = True
 
 
+def no_head(spec: DraftSpec, config: dict[str, Any], tensors: dict[str, Any]) -> None:
+    del tensors["lm_head.weight"]
+
+
 def target_embedding_copy(spec: DraftSpec, config: dict[str, Any], tensors: dict[str, Any]) -> None:
     rng = np.random.default_rng(7)
     tensors["embed_tokens.weight"] = rng.normal(0, 0.02, (VOCAB, HIDDEN)).astype(np.float32)
@@ -189,4 +193,6 @@ BROKEN: list[tuple[str, dict[str, Any], Edit | None, dict[str, Any], str, str]] 
     ("both-namespaces", {}, both_namespaces, {}, "vllm==0.33.0", "FIX-DROPPED"),
     ("tied-head-reduced-vocab", {}, tied_without_head, {}, "sglang==0.5.23", "FIX-FROM-TARGET"),
     ("embedding-shared-with-target", {}, target_embedding_copy, {}, "vllm==0.33.0", "FIX-DROPPED"),
+    ("full-vocab-no-head-sglang", {"draft_vocab_size": VOCAB}, no_head, {}, "sglang==0.5.23", "FIX-FROM-TARGET"),
+    ("full-vocab-no-head-old-vllm", {"draft_vocab_size": VOCAB}, no_head, {}, "vllm==0.11.0", "FIX-FROM-TARGET"),
 ]
