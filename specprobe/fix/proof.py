@@ -81,25 +81,31 @@ def checksums(plan: FixPlan, written: Written) -> list[TensorProof]:
 
 
 def exact_proof(folder: Path, plan: FixPlan) -> dict[str, Any]:
-    """The engine's own load of the copy, through ``specprobe.engines.exact.check_exact(folder, target=,
-    engine=)`` (returning a Report) when that module exists; otherwise says it is not available."""
+    """The engine's own load of the copy: ``specprobe.engines.exact.check_exact(ctx, report)`` on the
+    copy's check context, when this specprobe has that module; otherwise "exact not available".
+
+    ``exact`` is whether the release's own code judged the copy (``verdict`` "exact" in the module's
+    summary) rather than the static rules standing in for it."""
     if importlib.util.find_spec("specprobe.engines.exact") is None:
         return {"available": False, "reason": "exact not available: this specprobe has no specprobe.engines.exact"}
     module = importlib.import_module("specprobe.engines.exact")
     runner = getattr(module, "check_exact", None)
     if runner is None:
         return {"available": False, "reason": "exact not available: specprobe.engines.exact has no check_exact"}
+    from specprobe.check import build_context
+
+    report = Report(command="check")
     try:
-        report = runner(folder, target=plan.target.spec, engine=plan.engine_label)
+        runner(build_context(folder, target=plan.target.spec, engine=plan.engine_label, method="eagle3"), report)
     except Exception as exc:  # the engine's interpreter may be absent or crash: the proof says so
         return {"available": False, "reason": f"exact not available: {type(exc).__name__}: {exc}"}
-    if not isinstance(report, Report):
-        return {"available": False, "reason": "exact not available: check_exact returned no report"}
-    return {
-        "available": True,
-        "ok": report.ok,
-        "errors": [f.to_json_dict() for f in report.findings if f.severity is Severity.ERROR],
-    }
+    summary = report.extra.get("exact") or []
+    judged = [entry for entry in summary if isinstance(entry, dict) and entry.get("verdict") == "exact"]
+    if not judged:
+        why = next((str(e.get("why")) for e in summary if isinstance(e, dict) and e.get("why")), "no reason given")
+        return {"available": False, "reason": f"exact not available for {plan.engine_label}: {why}"}
+    errors = [f.to_json_dict() for f in report.findings if f.severity is Severity.ERROR]
+    return {"available": True, "ok": not errors, "errors": errors, "summary": summary}
 
 
 def _target_small(target: TargetFiles) -> bool:
