@@ -7,7 +7,8 @@ together and ``gate`` gives the fix command for a failing deployment.
 """
 
 from specprobe.fix.gate import fix_command
-from specprobe.fix.plan import FixPlan, build_plan
+from specprobe.fix.model import FixPlan
+from specprobe.fix.plan import build_plan
 from specprobe.fix.run import FixOptions, run_fix
 
 __all__ = ["FixOptions", "FixPlan", "build_plan", "fix_command", "run_fix"]

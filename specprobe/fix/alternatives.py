@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.findings import SpecprobeError
-from specprobe.fix.plan import FixPlan, build_plan
+from specprobe.fix.model import FixPlan
+from specprobe.fix.plan import build_plan
 from specprobe.hfconfig import ModelConfig, parse_model_config
 
 

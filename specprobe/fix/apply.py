@@ -19,7 +19,7 @@ from pathlib import Path
 
 from specprobe.checkpoint.rewrite import OutTensor, write_streamed
 from specprobe.findings import SpecprobeError
-from specprobe.fix.plan import FixPlan
+from specprobe.fix.model import FixPlan
 from specprobe.untrusted import expand_user, is_dir
 
 

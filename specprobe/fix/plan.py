@@ -14,12 +14,11 @@ import copy
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specprobe.checkpoint.folder import Checkpoint, TensorInfo, load_checkpoint
-from specprobe.checkpoint.layout import DRAFT_FORMATS, Layout, detect_layout, effective_draft_config, is_speculators
+from specprobe.checkpoint.layout import DRAFT_FORMATS, Layout, detect_layout, effective_draft_config
 from specprobe.checkpoint.rewrite import ByteRange, sha256_range
 from specprobe.checkpoint.safetensors_header import DTYPE_SIZES, INTEGER_DTYPES, HeaderError, read_tensor
 from specprobe.checkpoint.vocab import MAX_VOCAB_MAP_BYTES, read_vocab_tensor
@@ -33,14 +32,23 @@ from specprobe.compat.engine_facts import (
     tied_head,
 )
 from specprobe.engine_spec import parse_engine_spec
-from specprobe.findings import Finding, SpecprobeError
+from specprobe.findings import SpecprobeError
 from specprobe.fix import vocab
-from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
-from specprobe.rules import Rule
+from specprobe.fix.formats import (
+    AUX_KEY,
+    canonical_name,
+    choose_architecture,
+    loader_path,
+    loads_as,
+    registry_path,
+    render_config,
+    stored_name,
+    vllm_rewrite,
+)
+from specprobe.fix.model import FixPlan, PlannedTensor, TargetFiles
+from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config, resolve_config_path
 from specprobe.rules import fix as rules
 from specprobe.rules.layout import (
-    SGLANG_EAGLE3_SINCE,
-    VLLM_EAGLE3_ARCHITECTURES,
     VLLM_MLA_MIN_VERSION,
     VLLM_SHARES_HEAD_SINCE,
 )
@@ -49,7 +57,6 @@ from specprobe.untrusted import exists, expand_user, is_dir
 
 # Formats fix writes (the MLA drafters keep their own format; only their config and names are fixed).
 OUT_FORMATS = ("eagle3", "specforge", "speculators", "vllm-native")
-_AUX = "eagle_aux_hidden_state_layer_ids"
 # Folder problems that leave no complete, trustworthy set of weights to copy.
 _UNCOPYABLE = frozenset(
     {"index-invalid", "path-escape", "shard-missing", "no-weights", "pickle-only", "truncated", "header",
@@ -67,144 +74,6 @@ _CAPTURE = {
 _COPIED_SUFFIXES = (".json", ".md", ".txt", ".model", ".tiktoken", ".jinja", ".yaml", ".yml")
 # A target embedding copied row by row: rows above this many bytes each are read whole (one range).
 _SPECULATORS_KEYS = ("speculators_model_type", "speculators_version", "speculators_config", "transformer_layer_config")
-
-
-@dataclass(frozen=True)
-class Change:
-    """One change of the copy: a FIX-* rule, what changes, the value before and after, why, evidence."""
-
-    rule: Rule
-    what: str
-    before: str
-    after: str
-    why: str
-    location: str | None = None
-    evidence: tuple[str, ...] = ()
-
-    def finding(self) -> Finding:
-        finding = self.rule.finding(f"{self.what}: {self.before} -> {self.after}; {self.why}", location=self.location)
-        # The release's own source first: the text reporter shows the first link.
-        finding.evidence = list(dict.fromkeys([*self.evidence, *self.rule.evidence]))
-        return finding
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule.id,
-            "what": self.what,
-            "before": self.before,
-            "after": self.after,
-            "why": self.why,
-            "location": self.location,
-            "evidence": list(dict.fromkeys([*self.evidence, *self.rule.evidence])),
-        }
-
-
-@dataclass(frozen=True)
-class Blocker:
-    """Why the drafter cannot be fixed for the release: a plain statement, and what would work instead."""
-
-    rule: Rule
-    message: str
-    location: str | None = None
-    hint: str | None = None
-    evidence: tuple[str, ...] = ()
-
-    def finding(self) -> Finding:
-        finding = self.rule.finding(self.message, location=self.location, hint=self.hint)
-        finding.evidence = list(dict.fromkeys([*self.evidence, *self.rule.evidence]))
-        return finding
-
-
-@dataclass
-class PlannedTensor:
-    """A tensor of the copy: its name, file, dtype, shape and where its bytes come from.
-
-    ``origin`` is ``copied`` (byte ranges of the drafter), ``derived`` (computed: ``data``) or ``target``
-    (byte ranges of the target's files)."""
-
-    name: str
-    file: str
-    dtype: str
-    shape: tuple[int, ...]
-    origin: str
-    source_name: str | None = None
-    ranges: tuple[ByteRange, ...] = ()
-    data: bytes | None = None
-    note: str | None = None
-
-    @property
-    def nbytes(self) -> int:
-        return math.prod(self.shape) * DTYPE_SIZES[self.dtype]
-
-
-@dataclass
-class TargetFiles:
-    """The target as fix sees it: its config.json, and its folder and headers when it is local."""
-
-    spec: str
-    config: ModelConfig
-    folder: Path | None = None
-    checkpoint: Checkpoint | None = None
-
-
-@dataclass
-class FixPlan:
-    """Everything ``apply`` writes and the report says, computed without writing."""
-
-    draft_dir: Path
-    engine: str
-    version: str
-    target: TargetFiles
-    source_format: str | None
-    out_format: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
-    tensors: list[PlannedTensor] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)  # output weight file -> __metadata__ format
-    copied_files: list[str] = field(default_factory=list)
-    index_file: str | None = None
-    changes: list[Change] = field(default_factory=list)
-    blockers: list[Blocker] = field(default_factory=list)
-
-    @property
-    def engine_label(self) -> str:
-        return f"{self.engine}=={self.version}"
-
-    @property
-    def fixable(self) -> bool:
-        return not self.blockers
-
-    def change(self, rule: Rule, what: str, before: Any, after: Any, why: str, **kwargs: Any) -> None:
-        self.changes.append(Change(rule, what, _show(before), _show(after), why, **kwargs))
-
-    def block(self, rule: Rule, message: str, **kwargs: Any) -> None:
-        self.blockers.append(Blocker(rule, message, **kwargs))
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "source_format": self.source_format,
-            "out_format": self.out_format,
-            "changes": [c.to_json_dict() for c in self.changes],
-            "tensors": [
-                {
-                    "name": t.name,
-                    "file": t.file,
-                    "dtype": t.dtype,
-                    "shape": list(t.shape),
-                    "origin": t.origin,
-                    "source_name": t.source_name,
-                    **({"note": t.note} if t.note else {}),
-                }
-                for t in self.tensors
-            ],
-            "copied_files": list(self.copied_files),
-        }
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "(absent)"
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _int(value: Any) -> int | None:
@@ -241,69 +110,6 @@ def load_target(spec: str) -> TargetFiles:
 
 
 # --- what the release reads -----------------------------------------------------------------------
-
-
-def _snapshot_draft_classes(engine: str, version: str) -> set[str]:
-    from specprobe.schema.store import load_snapshot
-
-    try:
-        schema = load_snapshot(engine, version)
-    except SpecprobeError:
-        schema = None
-    listed = set(schema.draft_architectures) if schema is not None and schema.draft_architectures else set()
-    if engine == "vllm":
-        return listed or set(VLLM_EAGLE3_ARCHITECTURES)
-    eagle3 = {a for a in listed if "Eagle3" in a}
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        parsed = Version(version)
-    except InvalidVersion:
-        return eagle3
-    return eagle3 | {name for name, since in SGLANG_EAGLE3_SINCE.items() if parsed >= since}
-
-
-def vllm_rewrite(architecture: str) -> str:
-    """vLLM's eagle3 rewrite: names starting or ending with Eagle3 are kept, others get the prefix."""
-    if architecture.startswith("Eagle3") or architecture.endswith("Eagle3"):
-        return architecture
-    return "Eagle3" + architecture
-
-
-def loads_as(engine: str, version: str, architecture: str | None, out_format: str) -> bool:
-    """Whether ``architecture`` in ``out_format`` resolves to an EAGLE-3 draft class of the release."""
-    if architecture is None:
-        return False
-    classes = _snapshot_draft_classes(engine, version)
-    if engine == "vllm":
-        return out_format == "speculators" or vllm_rewrite(architecture) in classes
-    return architecture in classes
-
-
-def choose_architecture(engine: str, version: str, current: str | None, out_format: str, mla: bool) -> str | None:
-    """The architecture the copy declares: the current one when the release loads it, else the class
-    that release registers for this kind of drafter (None when it registers none)."""
-    if out_format == "speculators":
-        return "Eagle3Speculator"
-    if out_format == "eagle3":
-        return "LlamaForCausalLM"
-    if (
-        current is not None
-        and current != "Eagle3Speculator"
-        and loads_as(engine, version, current, out_format)
-        and mla == ("Deepseek" in current)
-    ):
-        return current
-    classes = _snapshot_draft_classes(engine, version)
-    wanted = (
-        ("Eagle3DeepseekV3ForCausalLM", "Eagle3DeepseekV2ForCausalLM")
-        if mla
-        else ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM")
-    )
-    for name in wanted:
-        if name in classes:
-            return name
-    return None
 
 
 def _stored_aux(fc: TensorInfo | None, target_hidden: int | None) -> int | None:
@@ -426,7 +232,7 @@ class _Planner:
         config = {
             k: copy.deepcopy(v)
             for k, v in self.effective.items()
-            if k not in (*_SPECULATORS_KEYS, "architectures", "eagle_config", _AUX, "num_aux_hidden_states")
+            if k not in (*_SPECULATORS_KEYS, "architectures", "eagle_config", AUX_KEY, "num_aux_hidden_states")
         }
         if self.layout.draft_format == "speculators":
             # vLLM's speculators path defaults norm_before_residual to True, the raw path to False: the
@@ -434,7 +240,7 @@ class _Planner:
             config.setdefault("norm_before_residual", self.raw.get("norm_before_residual", True))
         eagle_config = self.effective.get("eagle_config")
         if isinstance(eagle_config, dict):
-            config["_eagle_config_rest"] = {k: v for k, v in eagle_config.items() if k != _AUX}
+            config["_eagle_config_rest"] = {k: v for k, v in eagle_config.items() if k != AUX_KEY}
         return config
 
     def _architecture(self, architecture: str | None, out_format: str) -> None:
@@ -452,7 +258,7 @@ class _Planner:
                 f"{plan.engine_label} registers no EAGLE-3 draft class for a {kind} drafter",
                 location="config.json:architectures",
                 hint=hint,
-                evidence=(source_url(self.engine, self.version, _registry_path(self.engine)),),
+                evidence=(source_url(self.engine, self.version, registry_path(self.engine)),),
             )
             return
         if architecture != current:
@@ -466,7 +272,7 @@ class _Planner:
                 if current and not loads_as(self.engine, self.version, current, out_format)
                 else f"the {out_format} format declares {architecture}",
                 location="config.json:architectures",
-                evidence=(source_url(self.engine, self.version, _registry_path(self.engine)),),
+                evidence=(source_url(self.engine, self.version, registry_path(self.engine)),),
             )
         if out_format != self.layout.draft_format:
             plan.change(
@@ -476,7 +282,7 @@ class _Planner:
                 out_format,
                 f"{DRAFT_FORMATS.get(out_format, out_format)}; what {plan.engine_label} reads"
                 + (" best" if self.format_out is None else " (as asked with --format-out)"),
-                evidence=(source_url(self.engine, self.version, _loader_path(self.engine)),),
+                evidence=(source_url(self.engine, self.version, loader_path(self.engine)),),
             )
 
     def _target_hidden(
@@ -504,7 +310,7 @@ class _Planner:
                 target,
                 f"fc takes {target}-wide hidden states of the target (draft hidden_size {draft_hidden})",
                 location="config.json:target_hidden_size",
-                evidence=(source_url(self.engine, self.version, _loader_path(self.engine)),),
+                evidence=(source_url(self.engine, self.version, loader_path(self.engine)),),
             )
 
     def _aux_ids(self, stored: int | None) -> list[int] | None:
@@ -548,7 +354,7 @@ class _Planner:
                     f"fc fuses {stored} hidden states but config.json names no aux-layer ids: the {stored} target "
                     "layers fc was trained on are not in the files (engines would capture their default three)",
                     location=self.layout.location("fc.weight"),
-                    hint=f"write the trained ids into {_AUX} and run fix again",
+                    hint=f"write the trained ids into {AUX_KEY} and run fix again",
                 )
             return None
         if stored is not None and len(ids) != stored:
@@ -567,7 +373,7 @@ class _Planner:
                 "drafter was trained for another target, or the ids are wrong; the layers fc was trained on are "
                 "not in the files",
                 location=valid[0][0],
-                hint=f"write the trained ids into {_AUX} (the engines' default for this target is "
+                hint=f"write the trained ids into {AUX_KEY} (the engines' default for this target is "
                 f"{default_aux_layers(layers)})",
             )
             return None
@@ -602,8 +408,8 @@ class _Planner:
                 + ("the ids its speculators loader copies" if out_format == "speculators" else
                    "num_aux_hidden_states or eagle_config")
                 + f"; fc fuses {len(ids)}",
-                location=f"config.json:{_AUX}",
-                evidence=(source_url(self.engine, self.version, _loader_path(self.engine)), _CAPTURE[self.engine]),
+                location=f"config.json:{AUX_KEY}",
+                evidence=(source_url(self.engine, self.version, loader_path(self.engine)), _CAPTURE[self.engine]),
             )
 
     def _vocab_sizes(self, config: dict[str, Any]) -> None:
@@ -626,7 +432,7 @@ class _Planner:
                     rules.DRAFT_VOCAB, "draft_vocab_size", declared, rows,
                     f"lm_head.weight has {rows} rows: engines build the head and d2t from draft_vocab_size",
                     location="config.json:draft_vocab_size",
-                    evidence=(source_url(self.engine, self.version, _loader_path(self.engine)),),
+                    evidence=(source_url(self.engine, self.version, loader_path(self.engine)),),
                 )
 
     def _max_position(self, config: dict[str, Any]) -> None:
@@ -667,7 +473,7 @@ class _Planner:
         seen_canonical: dict[str, str] = {}
         ordered = sorted(self.checkpoint.tensors.items(), key=lambda item: (item[1].file, item[1].entry.begin))
         for name, info in ordered:
-            canonical = _canonical(name)
+            canonical = canonical_name(name)
             if canonical in seen_canonical:
                 first = self.checkpoint.tensors[seen_canonical[canonical]]
                 if _same_bytes(self.checkpoint, first, info):
@@ -694,7 +500,7 @@ class _Planner:
                     location=f"{info.file}:{name}",
                 )
                 continue
-            new_name = _stored(canonical, midlayer, self.layout.mla, name)
+            new_name = stored_name(canonical, midlayer, self.layout.mla, name)
             if new_name != name:
                 renamed.append((name, new_name))
             out.append(
@@ -771,7 +577,7 @@ class _Planner:
         self.used = result.used
         holder = d2t_info or t2d_info
         home = holder.file if holder is not None else self._first_file()
-        evidence = (source_url(self.engine, self.version, _loader_path(self.engine)),)
+        evidence = (source_url(self.engine, self.version, loader_path(self.engine)),)
         if result.write_d2t:
             tensors.append(PlannedTensor("d2t", home, "I64", (draft_vocab,), "derived", "d2t" if d2t_info else None,
                                          data=vocab.d2t_bytes(result.used), note=result.why))
@@ -933,89 +739,12 @@ class _Planner:
                         "code and pickles never are")
 
 
-def _canonical(name: str) -> str:
-    if name.startswith("model."):
-        name = name[len("model."):]
-    if name.startswith("midlayer."):
-        name = "layers.0." + name[len("midlayer."):]
-    return name
-
-
-def _stored(canonical: str, midlayer: bool, mla: bool, original: str) -> str:
-    if mla:
-        return original[len("model."):] if original.startswith("model.") else original
-    if midlayer and canonical.startswith("layers.0."):
-        return "midlayer." + canonical[len("layers.0."):]
-    return canonical
-
-
 def _same_bytes(ckpt: Checkpoint, first: TensorInfo, second: TensorInfo) -> bool:
     if first.shape != second.shape or first.dtype != second.dtype:
         return False
     return sha256_range(ckpt.path_of(first), first.entry.begin, first.entry.nbytes) == sha256_range(
         ckpt.path_of(second), second.entry.begin, second.entry.nbytes
     )
-
-
-def _registry_path(engine: str) -> str:
-    return "vllm/model_executor/models/registry.py" if engine == "vllm" else "sglang/srt/models/registry.py"
-
-
-def _loader_path(engine: str) -> str:
-    return (
-        "vllm/model_executor/models/llama_eagle3.py" if engine == "vllm" else "sglang/srt/models/llama_eagle3.py"
-    )
-
-
-def render_config(  # noqa: PLR0917 - the format-free settings and everything a format adds to them
-    semantic: dict[str, Any],
-    out_format: str,
-    architecture: str,
-    ids: list[int] | None,
-    raw: dict[str, Any],
-    target: TargetFiles,
-) -> dict[str, Any]:
-    """config.json of the copy in ``out_format``'s own layout, from the format-free settings."""
-    base = {k: v for k, v in semantic.items() if not k.startswith("_")}
-    eagle_rest = dict(semantic.get("_eagle_config_rest") or {})
-    if out_format == "speculators":
-        layer_keys = {k: v for k, v in base.items()
-                      if k not in ("draft_vocab_size", "target_hidden_size", "norm_before_residual")}
-        layer_keys["architectures"] = ["LlamaForCausalLM"]
-        speculators_config = raw.get("speculators_config") if is_speculators(raw) else None
-        if not isinstance(speculators_config, dict):
-            speculators_config = {
-                "algorithm": "eagle3",
-                "default_proposal_method": "greedy",
-                "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
-                "verifier": {"name_or_path": target.spec, "architectures": list(target.config.architectures)},
-            }
-        config: dict[str, Any] = {
-            "architectures": ["Eagle3Speculator"],
-            "speculators_model_type": "eagle3",
-            "speculators_version": raw.get("speculators_version", "0.2.0"),
-            "speculators_config": copy.deepcopy(speculators_config),
-            "transformer_layer_config": layer_keys,
-            "draft_vocab_size": base.get("draft_vocab_size"),
-            "target_hidden_size": base.get("target_hidden_size"),
-            # The raw (non-speculators) path's default is False: keep what the drafter was trained with.
-            "norm_before_residual": base.get("norm_before_residual", False),
-        }
-        if ids is not None:
-            config[_AUX] = list(ids)
-        return config
-    config = {"architectures": [architecture], **base}
-    if ids is not None:
-        # vLLM captures the ids at the top level and sizes fc from eagle_config; SGLang captures and sizes
-        # from eagle_config: the same ids in both places serve every release.
-        config[_AUX] = list(ids)
-        if out_format != "eagle3":
-            config["eagle_config"] = {"use_aux_hidden_state": True, **eagle_rest, _AUX: list(ids)}
-        if "num_aux_hidden_states" in raw or "num_aux_hidden_states" in semantic:
-            config["num_aux_hidden_states"] = len(ids)
-    elif eagle_rest and out_format != "eagle3":
-        config["eagle_config"] = eagle_rest
-    return config
 
 
 def build_plan(

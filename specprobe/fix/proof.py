@@ -17,7 +17,8 @@ from typing import Any
 from specprobe.checkpoint.rewrite import sha256_range
 from specprobe.findings import Finding, Report, Severity
 from specprobe.fix.apply import Written
-from specprobe.fix.plan import FixPlan, TargetFiles, tensor_digest
+from specprobe.fix.model import FixPlan, TargetFiles
+from specprobe.fix.plan import tensor_digest
 
 # The reference comparison loads the target's embedding and both drafters in float32: only for targets
 # whose weight files stay below this size (tiny test and demo models, not production targets).

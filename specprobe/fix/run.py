@@ -17,7 +17,8 @@ from specprobe.findings import Report, Severity, SpecprobeError
 from specprobe.fix import apply as applying
 from specprobe.fix import proof as proving
 from specprobe.fix.alternatives import Alternatives, find_alternatives, matrix_failures
-from specprobe.fix.plan import Blocker, FixPlan, build_plan, load_target
+from specprobe.fix.model import Blocker, FixPlan
+from specprobe.fix.plan import build_plan, load_target
 from specprobe.rules import fix as rules
 from specprobe.untrusted import expand_user
 
