@@ -396,6 +396,8 @@ class _Planner:
         after = {where.split(":", 1)[1]: value for where, value in aux_layer_sources(self.plan.config)}
         if "num_aux_hidden_states" in self.plan.config:
             after["num_aux_hidden_states"] = self.plan.config["num_aux_hidden_states"]
+        built = fc_inputs(self.engine, self.version)
+        built_for_three = built is not None and built.value == "3"
         if before != after:
             self.plan.change(
                 rules.AUX_IDS,
@@ -404,9 +406,11 @@ class _Planner:
                 after,
                 f"{self.plan.engine_label} captures the target layers named "
                 + ("at the top level" if self.engine == "vllm" else "in eagle_config")
-                + " and sizes fc from "
-                + ("the ids its speculators loader copies" if out_format == "speculators" else
-                   "num_aux_hidden_states or eagle_config")
+                + (
+                    " and builds fc for exactly 3"
+                    if built_for_three
+                    else " and sizes fc from num_aux_hidden_states or eagle_config"
+                )
                 + f"; fc fuses {len(ids)}",
                 location=f"config.json:{AUX_KEY}",
                 evidence=(source_url(self.engine, self.version, loader_path(self.engine)), _CAPTURE[self.engine]),

@@ -170,7 +170,7 @@ PROOF = rule(
     Severity.INFO,
     "the proof that the copy works and is the same model: check passes for the release, tensor checksums, "
     "draft logits of the reference backend",
-    _VLLM_EAGLE3,
+    "docs/fix.md#the-proof",
     why="A fixed copy is only useful if it loads on that release and is the same model: check runs the same rules "
     "as for any drafter, checksums show every copied tensor is byte-identical, and the reference backend shows "
     "identical draft logits where it can run.",
@@ -191,7 +191,7 @@ COMMAND = rule(
     FAMILY,
     Severity.INFO,
     "gate --fix-plan: the `specprobe fix` command that rewrites a deployment's drafter for its engine release",
-    _VLLM_EAGLE3,
+    "docs/fix.md#in-ci",
     why="A gate failure in the drafter's files is often repairable by renaming tensors and moving config keys; "
     "the command does it into a new folder and proves the copy.",
     fix="Run the command, then point the deployment at the new folder.",
