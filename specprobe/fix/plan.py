@@ -420,7 +420,10 @@ class _Planner:
         head = self.layout.get("lm_head.weight")
         target_vocab = _int(self.target.config.vocab_size)
         declared_vocab = _int(self.effective.get("vocab_size"))
-        if target_vocab is not None and declared_vocab != target_vocab:
+        embed = self.layout.get("embed_tokens.weight")
+        embed_rows = embed.shape[0] if embed is not None and len(embed.shape) == 2 else None
+        # A drafter that ships its own embedding keeps the vocab_size it has rows for.
+        if target_vocab is not None and declared_vocab != target_vocab and embed_rows in (None, target_vocab):
             config["vocab_size"] = target_vocab
             self.plan.change(
                 rules.DRAFT_VOCAB, "vocab_size", declared_vocab, target_vocab,

@@ -122,6 +122,10 @@ def draft_vocab_wrong(spec: DraftSpec, config: dict[str, Any], tensors: dict[str
     config["draft_vocab_size"] = spec.draft_vocab_size * 2
 
 
+def vocab_size_wrong(spec: DraftSpec, config: dict[str, Any], tensors: dict[str, Any]) -> None:
+    config["vocab_size"] = VOCAB - 100
+
+
 def draft_vocab_absent(spec: DraftSpec, config: dict[str, Any], tensors: dict[str, Any]) -> None:
     config.pop("draft_vocab_size")
 
@@ -183,6 +187,7 @@ BROKEN: list[tuple[str, dict[str, Any], Edit | None, dict[str, Any], str, str]] 
     ("t2d-disagrees", {}, t2d_moved, {}, "vllm==0.33.0", "FIX-VOCAB-MAP"),
     ("t2d-absent", {}, t2d_absent, {}, "vllm==0.33.0", "FIX-VOCAB-MAP"),
     ("draft-vocab-wrong", {}, draft_vocab_wrong, {}, "vllm==0.33.0", "FIX-DRAFT-VOCAB"),
+    ("vocab-size-not-the-targets", {}, vocab_size_wrong, {}, "vllm==0.33.0", "FIX-DRAFT-VOCAB"),
     ("draft-vocab-absent", {}, draft_vocab_absent, {}, "sglang==0.5.23", "FIX-DRAFT-VOCAB"),
     ("target-hidden-missing", {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
                                "intermediate_size": 64, "target_hidden_size": HIDDEN}, no_target_hidden,
