@@ -30,6 +30,7 @@ from specprobe.untrusted import open_regular
 # the fallback's buffer stays a rounding error of the 100 MB memory budget.
 CHUNK = 8 * 1024 * 1024
 _HOLE_CHUNK = bytes(CHUNK)
+PAGE = 4096
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,15 @@ class WriteResult:
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
-def encode_header(tensors: Sequence[OutTensor], metadata: Mapping[str, str] | None) -> tuple[bytes, int]:
+def encode_header(
+    tensors: Sequence[OutTensor], metadata: Mapping[str, str] | None, *, page_offset: int | None = None
+) -> tuple[bytes, int]:
     """The header bytes (8-byte length + JSON padded with spaces to 8-byte alignment, as the reference
-    writer does) and the data region's length."""
+    writer does) and the data region's length.
+
+    ``page_offset``: pad further so that the data region starts at that offset within a 4 KiB page. When
+    it is the source's own, every tensor keeps its position within a page, and the kernel copies whole
+    pages instead of shifting every byte (a renamed header is rarely the same length as the old one)."""
     header: dict[str, object] = {}
     if metadata:
         header["__metadata__"] = dict(metadata)
@@ -96,6 +103,8 @@ def encode_header(tensors: Sequence[OutTensor], metadata: Mapping[str, str] | No
         offset += tensor.nbytes
     encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
     encoded += b" " * (-len(encoded) % 8)
+    if page_offset is not None and page_offset % 8 == 0:
+        encoded += b" " * ((page_offset - 8 - len(encoded)) % PAGE)
     return struct.pack("<Q", len(encoded)) + encoded, offset
 
 
@@ -162,6 +171,7 @@ def write_streamed(
     metadata: Mapping[str, str] | None = None,
     *,
     after_tensor: Callable[[str], None] | None = None,
+    page_offset: int | None = None,
 ) -> WriteResult:
     """Write ``tensors`` in order to the new file ``path`` (which must not exist).
 
@@ -170,7 +180,7 @@ def write_streamed(
     is left to the page cache (no fsync): the caller publishes the folder only once it is complete. ``after_tensor`` is
     called with each name once its bytes are written (progress, and a test's interruption point).
     """
-    header, data_len = encode_header(tensors, metadata)
+    header, data_len = encode_header(tensors, metadata, page_offset=page_offset)
     data_start = len(header)
     result = WriteResult(path=path, size=data_start + data_len)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)

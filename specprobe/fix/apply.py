@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from specprobe.checkpoint.rewrite import OutTensor, write_streamed
+from specprobe.checkpoint.rewrite import PAGE, OutTensor, write_streamed
 from specprobe.findings import SpecprobeError
 from specprobe.fix.model import FixPlan
 from specprobe.untrusted import expand_user, is_dir
@@ -95,7 +95,9 @@ def write_into(
         tensors = out_tensors(plan, file, shadow=shadow)
         if not tensors and plan.index_file is not None:
             continue
-        result = write_streamed(folder / file, tensors, {"format": fmt}, after_tensor=after_tensor)
+        result = write_streamed(
+            folder / file, tensors, {"format": fmt}, after_tensor=after_tensor, page_offset=_page_offset(tensors)
+        )
         total += result.size
         for name, (begin, end) in result.offsets.items():
             written.offsets[name] = (file, begin, end)
@@ -107,6 +109,24 @@ def write_into(
         for name in plan.copied_files:
             shutil.copyfile(plan.draft_dir / name, folder / name, follow_symlinks=False)
     return written
+
+
+def _page_offset(tensors: list[OutTensor]) -> int | None:
+    """Where in a page the data region should start so that every streamed tensor keeps its source's
+    position within a page; None when the streamed tensors do not all move by the same amount."""
+    wanted: int | None = None
+    position = 0  # offset within the new data region
+    for tensor in tensors:
+        if not tensor.ranges:
+            position += tensor.nbytes
+            continue
+        for source in tensor.ranges:
+            start = (source.begin - position) % PAGE
+            if wanted is not None and start != wanted:
+                return None
+            wanted = start
+            position += source.nbytes
+    return wanted
 
 
 def staging_folder(out: Path) -> Path:

@@ -120,3 +120,19 @@ def test_cli_one_line_errors(tmp_path: Path) -> None:
     md = runner.invoke(app, ["fix", str(draft), "--target", str(target), "--engine", "sglang==0.5.23",
                              "--plan", "--format", "markdown"])
     assert md.exit_code == 0 and "FIX-" in md.stdout
+
+
+def test_renamed_copy_keeps_page_positions(tmp_path: Path) -> None:
+    """A rename changes the header's length; padding keeps each tensor at its source's page offset."""
+    from specprobe.checkpoint.builder import DraftSpec as Spec
+    from tests.fix.builders import make_draft as draft_of
+
+    target = make_target(tmp_path / "target", weights=False)
+    draft = draft_of(tmp_path / "draft", Spec(draft_format="vllm-native"))
+    report = run_fix(FixOptions(draft=draft, target=str(target), engine="sglang==0.5.11", out=tmp_path / "out"))
+    assert report.ok and "FIX-TENSOR-NAMES" in report.fired()
+    source, copy = read_header(draft / "model.safetensors"), read_header(tmp_path / "out" / "model.safetensors")
+    assert not copy.problems
+    for name, entry in source.tensors.items():
+        moved = copy.tensors[name.replace("layers.0.", "midlayer.")]
+        assert moved.begin % 4096 == entry.begin % 4096
