@@ -57,6 +57,8 @@ from specprobe.untrusted import exists, expand_user, is_dir
 
 # Formats fix writes (the MLA drafters keep their own format; only their config and names are fixed).
 OUT_FORMATS = ("eagle3", "specforge", "speculators", "vllm-native")
+# Settings where a JSON null means "not set" to the format that wrote it.
+_NONE_MEANS_ABSENT = ("target_hidden_size", "draft_vocab_size", "num_aux_hidden_states", "norm_before_residual")
 # Folder problems that leave no complete, trustworthy set of weights to copy.
 _UNCOPYABLE = frozenset(
     {"index-invalid", "path-escape", "shard-missing", "no-weights", "pickle-only", "truncated", "header",
@@ -234,6 +236,12 @@ class _Planner:
             for k, v in self.effective.items()
             if k not in (*_SPECULATORS_KEYS, "architectures", "eagle_config", AUX_KEY, "num_aux_hidden_states")
         }
+        for key in _NONE_MEANS_ABSENT:
+            # speculators writes `"target_hidden_size": null` for "same as hidden_size"; its loader skips a
+            # null, but the raw path's getattr(config, key, default) returns it and vLLM fails building fc
+            # (None * int), so a null is dropped rather than carried into another format.
+            if key in config and config[key] is None:
+                del config[key]
         if self.layout.draft_format == "speculators":
             # vLLM's speculators path defaults norm_before_residual to True, the raw path to False: the
             # trained value is made explicit so that it survives a change of format.
