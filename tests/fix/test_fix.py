@@ -87,6 +87,8 @@ def test_conversion_both_ways_keeps_every_tensor(tmp_path: Path) -> None:
     there = run_fix(FixOptions(draft=source, target=str(target), engine="sglang==0.5.23", out=tmp_path / "b"))
     assert there.ok, _errors(there)
     assert config_of(tmp_path / "b")["architectures"] == ["LlamaForCausalLMEagle3"]
+    # speculators' `target_hidden_size: null` means "hidden_size"; vLLM's raw path would build fc from the null.
+    assert "target_hidden_size" not in config_of(tmp_path / "b")
     back = run_fix(FixOptions(draft=tmp_path / "b", target=str(target), engine="vllm==0.33.0", out=tmp_path / "c",
                               format_out="speculators"))
     assert back.ok, _errors(back)
