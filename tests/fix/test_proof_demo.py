@@ -5,6 +5,7 @@ repaired from its own t2d and reaches the trained drafter's acceptance (slow).""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -71,8 +72,9 @@ def test_trained_demo_broken_drafter_reaches_the_trained_acceptance(tmp_path: Pa
     from specprobe.demo import DEMO_K, train_demo
     from specprobe.smoke.runner import SmokeOptions, run_reference
 
-    models = Path(__import__("os").environ.get("SPECPROBE_TEST_MODELS", "")) or None
-    root = models if models is not None and (models / "draft-broken").is_dir() else tmp_path / "demo"
+    # SPECPROBE_TEST_MODELS: a folder the demo models were already trained into (as tests/smoke uses it).
+    given = os.environ.get("SPECPROBE_TEST_MODELS")
+    root = Path(given) if given and (Path(given) / "draft-broken").is_dir() else tmp_path / "demo"
     if root == tmp_path / "demo":
         train_demo(root)
     report = run_fix(FixOptions(draft=root / "draft-broken", target=str(root / "target"), engine="vllm==0.33.0",
