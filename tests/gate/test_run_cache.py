@@ -67,7 +67,7 @@ def calls(monkeypatch) -> Counter[str]:
 
     count(specprobe.lint, "load_matrix")
     count(specprobe.schema.store, "load_snapshot")
-    count(specprobe.check, "build_context")
+    count(specprobe.gate, "build_context")
     count(specprobe.gate, "classify_target")
     count(specprobe.gate, "classify_draft")
     return counted

@@ -1,0 +1,67 @@
+"""`gate --fix-plan`: for each deployment whose drafter `fix` can repair for its engine release, the
+`specprobe fix` command that does it (a FIX-COMMAND finding located at the deployment's draft line)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from specprobe.deploy.model import Deployment
+from specprobe.engine_spec import EngineSpec
+from specprobe.findings import Finding, SpecprobeError
+from specprobe.rules import fix as rules
+from specprobe.untrusted import is_dir
+
+
+def _folders(deployment: Deployment) -> tuple[str, str] | None:
+    draft = deployment.resolve_path(deployment.draft)
+    if draft is None or not is_dir(draft) or not deployment.target:
+        return None
+    target_path = deployment.resolve_path(deployment.target)
+    target = str(target_path) if target_path is not None and target_path.exists() else deployment.target
+    return str(draft), target
+
+
+def fix_command(deployment: Deployment) -> str | None:
+    """The `specprobe fix ...` command that makes this deployment's drafter pass for its engine release;
+    None when there is nothing local to fix (hub drafter, no exact version) or nothing to change."""
+    found = _folders(deployment)
+    if found is None or deployment.engine is None or deployment.engine.version is None:
+        return None
+    draft, target = found
+    engine = f"{deployment.engine.engine}=={deployment.engine.version}"
+    from specprobe.fix.plan import build_plan
+
+    try:
+        plan = build_plan(draft, target=target, engine=engine)
+    except SpecprobeError:
+        return None
+    if not plan.changes or plan.blockers:
+        return None
+    out = f"{draft.rstrip('/')}-fixed-{deployment.engine.engine}-{deployment.engine.version}"
+    return shlex.join(["specprobe", "fix", draft, "--target", target, "--engine", engine, "--out", out])
+
+
+def fix_plan_findings(inputs: Sequence[str], engine: EngineSpec | None) -> list[Finding]:
+    """One FIX-COMMAND finding per deployment of ``inputs`` (files, or a launch command) with a fix."""
+    from specprobe.deploy.argv import looks_like_serve_command
+    from specprobe.deploy.engines import resolve_engine_version
+    from specprobe.deploy.loader import load_deployments
+    from specprobe.deploy.model import deployment_from_argv
+
+    deployments: list[Deployment] = []
+    if looks_like_serve_command(list(inputs)):
+        deployments.append(deployment_from_argv(list(inputs)))
+    else:
+        for path in inputs:
+            deployments.extend(load_deployments(path)[0])
+    findings = []
+    for deployment in deployments:
+        if deployment.command is not None:
+            resolve_engine_version(deployment, engine)
+        command = fix_command(deployment)
+        if command is None:
+            continue
+        finding = rules.COMMAND.finding(f"{deployment.name}: {command}", location=deployment.draft)
+        findings.append(deployment.locate(finding, "draft", "speculative", "command"))
+    return findings
