@@ -14,14 +14,13 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
 from specprobe.context import Family
 from specprobe.deploy.engines import resolve_engine_version
 from specprobe.deploy.model import Deployment
 from specprobe.engine_spec import EngineSpec
-from specprobe.findings import Finding, Report, Severity, SpecprobeError
+from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
 from specprobe.hfconfig import looks_like_hub_id
 from specprobe.lint import LintCache, lint_deployment
 from specprobe.rules import deploy as deploy_rules
@@ -281,20 +280,20 @@ def _version_finding(deployment: Deployment) -> Finding:
     return deployment.locate(finding, "engine", "image", "command")
 
 
-def describe(deployment: Deployment) -> dict[str, Any]:
-    """The deployment as the JSON report lists it."""
-    return {
-        "name": deployment.name,
-        "file": deployment.file,
-        "line": deployment.source.line,
-        "engine": str(deployment.engine) if deployment.engine else None,
-        "version_source": deployment.version_source.value if deployment.version_source else None,
-        "image": deployment.image,
-        "target": deployment.target,
-        "draft": deployment.draft,
-        "method": deployment.method,
-        "device": deployment.device,
-    }
+def describe(deployment: Deployment) -> Section:
+    """The deployment as a report section."""
+    return Section(
+        name=deployment.name,
+        file=deployment.file,
+        line=deployment.source.line,
+        engine=str(deployment.engine) if deployment.engine else None,
+        version_source=deployment.version_source.value if deployment.version_source else None,
+        image=deployment.image,
+        target=deployment.target,
+        draft=deployment.draft,
+        method=deployment.method,
+        device=deployment.device,
+    )
 
 
 def gate_deployments(
@@ -343,7 +342,7 @@ def gate_deployments(
     else:
         report.subject = {"files": ", ".join(files) or None, "deployments": str(len(deployments))}
     if command == "gate" or len(deployments) != 1 or deployments[0].file is not None:
-        report.extra["deployments"] = [describe(d) for d in deployments]
+        report.sections = [describe(d) for d in deployments]
     return report
 
 

@@ -143,11 +143,13 @@ def _check_value(key: str, value: Any, spec: Any, where: str) -> Finding | None:
     allowed = _json_types(spec.type or {})
     if allowed and not any(_is_json_type(value, kind) for kind in allowed):
         return rules.SPEC_CONFIG_VALUE.finding(
-            f"{key} must be {' or '.join(sorted(allowed))}, got {json.dumps(value)}", location=where
+            f"{key} must be {' or '.join(sorted(allowed))}, got {json.dumps(value)}",
+            location=where,
+            key=f"speculative.{key}",
         )
     if spec.choices and value not in spec.choices:
         return rules.SPEC_CONFIG_VALUE.finding(
-            f"{key}={json.dumps(value)} is not one of {spec.choices}", location=where
+            f"{key}={json.dumps(value)} is not one of {spec.choices}", location=where, key=f"speculative.{key}"
         )
     bounds = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -155,7 +157,9 @@ def _check_value(key: str, value: Any, spec: Any, where: str) -> Finding | None:
             test = bounds.get(name)
             if test is not None and not test(value, limit):
                 return rules.SPEC_CONFIG_VALUE.finding(
-                    f"{key}={value} breaks the engine's bound {name} {limit:g}", location=where
+                    f"{key}={value} breaks the engine's bound {name} {limit:g}",
+                    location=where,
+                    key=f"speculative.{key}",
                 )
     return None
 
@@ -180,11 +184,13 @@ def _vllm_spec_config(command: ServeCommand) -> tuple[dict[str, Any] | None, lis
             # Bounded as every untrusted JSON is (nesting, integer width); NaN is accepted as vLLM's json.loads does.
             parsed = parse_json(raw, what="the value").value if raw is not None else None
         except UntrustedInputError as exc:
-            findings.append(rules.SPEC_CONFIG_JSON.finding(str(exc), location=where))
+            findings.append(rules.SPEC_CONFIG_JSON.finding(str(exc), location=where, key="--speculative-config"))
             parsed = None
         else:
             if not isinstance(parsed, dict):
-                findings.append(rules.SPEC_CONFIG_JSON.finding("must be a JSON object", location=where))
+                findings.append(
+                    rules.SPEC_CONFIG_JSON.finding("must be a JSON object", location=where, key="--speculative-config")
+                )
                 parsed = None
         config = parsed
     # vLLM's dotted form (--speculative-config.method eagle3) and the --spec-* shorthands add keys.
@@ -224,6 +230,7 @@ def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
                 rules.UNKNOWN_FLAG.finding(
                     f"vllm {schema.version} has no flag {spelled}" + _close(flag, sorted(known_flags)),
                     location=spelled,
+                    key=flag,
                     hint='Speculative decoding is set with --speculative-config \'{"method": ..., "model": ...}\'.',
                 )
             )
@@ -242,12 +249,15 @@ def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
                     f"SpeculativeConfig of vllm {schema.version} has no field {key!r}"
                     + _close(key, sorted(schema.parameters)),
                     location=where,
+                    key=f"speculative.{key}",
                 )
             )
             continue
         if spec.internal:
             result.findings.append(
-                rules.SPEC_CONFIG_KEY.finding(f"{key!r} is set by vLLM itself, not by users", location=where)
+                rules.SPEC_CONFIG_KEY.finding(
+                    f"{key!r} is set by vLLM itself, not by users", location=where, key=f"speculative.{key}"
+                )
             )
             continue
         if key == "method":
@@ -264,6 +274,7 @@ def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
                     f"vllm {schema.version} has no speculative method {method!r}"
                     + _close(method, list(schema.methods)),
                     location=where,
+                    key="speculative.method",
                 )
             )
     model = config.get("model")
@@ -280,7 +291,9 @@ def _int_flag(command: ServeCommand, flag: str, result: LintResult) -> int | Non
         return int(raw) if raw is not None else None
     except ValueError:
         result.findings.append(
-            rules.SPEC_CONFIG_VALUE.finding(f"{flag} must be an integer, got {raw!r}", location=command.spellings[flag])
+            rules.SPEC_CONFIG_VALUE.finding(
+                f"{flag} must be an integer, got {raw!r}", location=command.spellings[flag], key=flag
+            )
         )
         return None
 
@@ -387,6 +400,7 @@ def _lint_sglang(
                 rules.UNKNOWN_FLAG.finding(
                     f"sglang {schema.version} has no flag {spelled}" + _close(flag, sorted(known_flags)),
                     location=spelled,
+                    key=flag,
                 )
             )
     algorithm = command.get("--speculative-algorithm")
@@ -400,6 +414,7 @@ def _lint_sglang(
             rules.METHOD.finding(
                 f"sglang {schema.version} has no speculative algorithm {algorithm!r} (has: {', '.join(offered)})",
                 location="--speculative-algorithm",
+                key="--speculative-algorithm",
             )
         )
     steps = _int_flag(command, "--speculative-num-steps", result)
@@ -419,6 +434,7 @@ def _lint_sglang(
             rules.SGLANG_STEPS.finding(
                 f"{', '.join(given)} set without {', '.join(missing)}",
                 hint="Set all three, or none and let SGLang choose them.",
+                key=given[0],
             )
         )
     if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1 and not filled:
@@ -427,6 +443,7 @@ def _lint_sglang(
                 f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang sets "
                 f"--speculative-num-draft-tokens to {steps + 1} itself (not {tokens})",
                 severity=rules.topk1_severity(version),
+                key="--speculative-num-draft-tokens",
             )
         )
     if topk is not None and topk > 1:
@@ -448,25 +465,18 @@ def _engine_evidence_first(finding: Finding, engine: str) -> Finding:
 
 
 def _finding_line(deployment: Deployment, finding: Finding) -> int | None:
-    """The line a command finding points at: the key of the speculative settings it names, else its flag."""
-    command = deployment.command
-    if finding.rule in (rules.SPEC_CONFIG_KEY.id, rules.SPEC_CONFIG_VALUE.id):
-        # The key the message names first (a "did you mean" suggestion comes after it).
-        named: list[tuple[int, str]] = []
-        for key in deployment.speculative:
-            if finding.message.startswith((f"{key}=", f"{key} ")):
-                named.append((0, key))
-            elif (at := finding.message.find(f"{key!r}")) >= 0:
-                named.append((at, key))
-        for _, key in sorted(named):
-            if f"speculative.{key}" in deployment.source.fields:
-                return deployment.source.fields[f"speculative.{key}"]
-    if command is not None and finding.location:
-        for flag, spelled in command.spellings.items():
-            if spelled == finding.location:
-                # An unknown flag is about the flag itself; the other rules are about its value.
-                return deployment.flag_line(flag, value=finding.rule != rules.UNKNOWN_FLAG.id)
-    return deployment.source.line_of("speculative", "command")
+    """The line a command finding points at: the line of the setting it is about (``finding.key``) in
+    the deployment's source map, else the line of the speculative settings as a whole."""
+    key = finding.key
+    source = deployment.source
+    if key is not None and key.startswith("--"):
+        # An unknown flag is about the flag itself; the other rules are about its value.
+        line = deployment.flag_line(key, value=finding.rule != rules.UNKNOWN_FLAG.id)
+        if line is not None:
+            return line
+    elif key is not None and key in source.fields:
+        return source.fields[key]
+    return source.line_of("speculative", "command")
 
 
 def lint_deployment(

@@ -110,7 +110,7 @@ class SarifReporter(Reporter):
         if subject:
             properties["subject"] = subject
         if suppressed_line(report):
-            properties["suppressed"] = report.extra["suppressed"]
+            properties["suppressed"] = dict(report.suppressed)
         run["properties"] = properties
         return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 

@@ -33,6 +33,7 @@ class Rule:
         hint: str | None = None,
         severity: Severity | None = None,
         evidence: tuple[str, ...] | list[str] = (),
+        key: str | None = None,
     ) -> Finding:
         return Finding(
             rule=self.id,
@@ -41,6 +42,7 @@ class Rule:
             location=location,
             hint=hint,
             evidence=[*self.evidence, *evidence],
+            key=key,
         )
 
 
