@@ -9,7 +9,7 @@ text PASS/FAIL, SARIF's ``properties.ok``, JUnit failures) is the exit code's ow
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import IntEnum, StrEnum
 from typing import Any
 
@@ -124,6 +124,47 @@ class Section:
 
 
 @dataclass
+class Measurement:
+    """What a smoke run measured: acceptance (from the reference backend, a server's counters or an
+    engine it served) and speed. The figures every backend reports are fields; what only one backend
+    knows (divergences, timings, the device, the metrics' source, the reference's figures beside an
+    engine's) stays in ``details``, written to JSON after the fields."""
+
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    per_position: list[float | None] = field(default_factory=list)
+    drafts: int | None = None
+    draft_tokens: int | None = None
+    accepted_tokens: int | None = None
+    num_speculative_tokens: int | None = None
+    ci95: list[float | None] = field(default_factory=list)
+    # None when not judged (a server's counters alone cannot tell).
+    lossless: bool | None = None
+    tokens: int | None = None
+    tokens_per_s: float | None = None
+    speedup: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_figures(cls, figures: dict[str, Any]) -> Measurement:
+        """The figures of one backend's result: the shared ones as fields, the rest as details."""
+        names = {f.name for f in fields(cls)} - {"details"}
+        known = {key: value for key, value in figures.items() if key in names}
+        return cls(**known, details={key: value for key, value in figures.items() if key not in names})
+
+    @property
+    def measured(self) -> bool:
+        """Whether acceptance was measured at all (not only tokens and time): every backend that reads
+        acceptance counts drafts (zero from gauges), even where a figure came out undefined."""
+        return self.mean_acceptance_length is not None or self.drafts is not None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
+        data.update(self.details)
+        return data
+
+
+@dataclass
 class Report:
     """The result of one command run: what was examined, what was found, and extra command data.
 
@@ -140,6 +181,8 @@ class Report:
     extra: dict[str, Any] = field(default_factory=dict)
     sections: list[Section] | None = None
     suppressed: dict[str, int] = field(default_factory=dict)
+    # A smoke run's figures; written to JSON at top level, before the command payload.
+    measurement: Measurement | None = None
     specprobe_version: str = __version__
     # The mildest severity that fails this run: ERROR, or WARNING under --strict, --fail-on warning
     # or ``fail-on = "warning"`` in the configuration. Set once by the command before reporting.
@@ -187,6 +230,9 @@ class Report:
             "summary": self.summary.to_json_dict(),
             "ok": self.ok,
         }
+        if self.measurement is not None:
+            for key, value in self.measurement.to_json_dict().items():
+                data.setdefault(key, value)
         for key, value in self.extra.items():
             data.setdefault(key, value)
         if self.sections is not None:

@@ -405,7 +405,8 @@ def smoke_deployment(deployment: Deployment) -> list[Finding]:
         note = deploy_rules.NOT_EXAMINED.finding(f"smoke could not run: {exc}", location="smoke")
         return [deployment.locate(note, "url", "device", "command")]
     findings = list(measured.findings)
-    rate, min_rate = measured.extra.get("acceptance_rate"), thresholds.get("min_acceptance_rate")
+    rate = measured.measurement.acceptance_rate if measured.measurement is not None else None
+    min_rate = thresholds.get("min_acceptance_rate")
     if min_rate is not None and (not isinstance(rate, float | int) or rate < min_rate):
         from specprobe.rules import smoke as smoke_rules
 
