@@ -10,8 +10,9 @@ import difflib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from jsonschema import Draft202012Validator, ValidationError
 from packaging.version import InvalidVersion, Version
 
 from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
@@ -21,13 +22,15 @@ from specprobe.compat.model import Entry, Match, Pairing, Verdict
 from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
-from specprobe.deploy.model import Deployment, deployment_from_argv
+from specprobe.deploy.model import Deployment, deployment_from_argv, parse_speculative
 from specprobe.engine_spec import EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
-from specprobe.untrusted import UntrustedInputError, exists, parse_json
+from specprobe.schema.jsonschema_export import to_json_schema
+from specprobe.schema.model import EngineSchema
+from specprobe.untrusted import exists
 
 # The command parser lives with the deployment model; these names stay importable from here.
 __all__ = ["LintCache", "LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
@@ -42,12 +45,12 @@ class LintCache:
     YAML and deep-copy a snapshot a thousand times. Lint only reads the schema, never mutates it, so
     one copy per run is safe; a new run (a new cache) sees files changed in between."""
 
-    snapshots: dict[tuple[str, str | None], tuple[Any, str | None]] = field(default_factory=dict)
+    snapshots: dict[tuple[str, str | None], tuple[EngineSchema, str | None]] = field(default_factory=dict)
     matrix: list[Entry] | None = None
     facts: StoreSnapshots = field(default_factory=StoreSnapshots)
     verdicts: dict[tuple[Any, ...], list[Verdict]] = field(default_factory=dict)
 
-    def snapshot(self, engine: str, version: str | None) -> tuple[Any, str | None]:
+    def snapshot(self, engine: str, version: str | None) -> tuple[EngineSchema, str | None]:
         key = (engine, version)
         if key not in self.snapshots:
             self.snapshots[key] = _snapshot(engine, version)
@@ -71,7 +74,7 @@ class LintCache:
         return self.verdicts[key]
 
 
-def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
+def _snapshot(engine: str, version: str | None) -> tuple[EngineSchema, str | None]:
     """The snapshot to lint against, and a note when it is not the requested version's own: the
     nearest older snapshot (flags are added more often than removed), else the oldest newer one."""
     from specprobe.schema.store import known_versions, load_snapshot
@@ -85,7 +88,10 @@ def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
     wanted = Version(version) if version else None
     older = [v for v in known if wanted is not None and (parsed := _parsed(v)) is not None and parsed < wanted]
     chosen = older[-1] if older else known[0]
-    return load_snapshot(engine, chosen), f"no snapshot of {engine} {version}: linted against {engine} {chosen}"
+    nearest = load_snapshot(engine, chosen)
+    if nearest is None:  # listed but unreadable: the shipped store is damaged
+        raise SpecprobeError(f"the shipped schema snapshot of {engine} {chosen} cannot be read")
+    return nearest, f"no snapshot of {engine} {version}: linted against {engine} {chosen}"
 
 
 def _close(name: str, choices: list[str]) -> str:
@@ -100,70 +106,6 @@ def _parsed(raw: str) -> Version | None:
         return None
 
 
-def _json_types(schema: dict[str, Any]) -> set[str]:
-    """The JSON types a field accepts (``type``, or the branches of ``anyOf``/``oneOf``); empty when unknown."""
-    kinds: set[str] = set()
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        kinds.add(declared)
-    elif isinstance(declared, list):
-        kinds.update(k for k in declared if isinstance(k, str))
-    for branch_key in ("anyOf", "oneOf"):
-        for branch in schema.get(branch_key) or []:
-            if isinstance(branch, dict):
-                branch_kinds = _json_types(branch)
-                if not branch_kinds:
-                    return set()  # a branch without a type accepts anything
-                kinds |= branch_kinds
-    return kinds
-
-
-def _is_json_type(value: Any, kind: str) -> bool:
-    if kind == "null":
-        return value is None
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
-    return True
-
-
-def _check_value(key: str, value: Any, spec: Any, where: str) -> Finding | None:
-    """Type and bound checks for one SpeculativeConfig field, from the snapshot's JSON Schema type."""
-    if value is None:
-        return None
-    allowed = _json_types(spec.type or {})
-    if allowed and not any(_is_json_type(value, kind) for kind in allowed):
-        return rules.SPEC_CONFIG_VALUE.finding(
-            f"{key} must be {' or '.join(sorted(allowed))}, got {json.dumps(value)}",
-            location=where,
-            key=f"speculative.{key}",
-        )
-    if spec.choices and value not in spec.choices:
-        return rules.SPEC_CONFIG_VALUE.finding(
-            f"{key}={json.dumps(value)} is not one of {spec.choices}", location=where, key=f"speculative.{key}"
-        )
-    bounds = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        for name, limit in (spec.constraints or {}).items():
-            test = bounds.get(name)
-            if test is not None and not test(value, limit):
-                return rules.SPEC_CONFIG_VALUE.finding(
-                    f"{key}={value} breaks the engine's bound {name} {limit:g}",
-                    location=where,
-                    key=f"speculative.{key}",
-                )
-    return None
-
-
 @dataclass
 class LintResult:
     """What lint learned about the command, for the report and the matrix pairing."""
@@ -174,53 +116,66 @@ class LintResult:
     features: set[str] = field(default_factory=set)
 
 
-def _vllm_spec_config(command: ServeCommand) -> tuple[dict[str, Any] | None, list[Finding]]:
-    raw = command.get("--speculative-config")
-    findings: list[Finding] = []
-    config: dict[str, Any] | None = None
-    if command.has("--speculative-config"):
-        where = command.spellings["--speculative-config"]
-        try:
-            # Bounded as every untrusted JSON is (nesting, integer width); NaN is accepted as vLLM's json.loads does.
-            parsed = parse_json(raw, what="the value").value if raw is not None else None
-        except UntrustedInputError as exc:
-            findings.append(rules.SPEC_CONFIG_JSON.finding(str(exc), location=where, key="--speculative-config"))
-            parsed = None
-        else:
-            if not isinstance(parsed, dict):
-                findings.append(
-                    rules.SPEC_CONFIG_JSON.finding("must be a JSON object", location=where, key="--speculative-config")
-                )
-                parsed = None
-        config = parsed
-    # vLLM's dotted form (--speculative-config.method eagle3) and the --spec-* shorthands add keys.
-    dotted = {
-        k.split(".", 1)[1].replace("-", "_"): v
-        for k, v in command.flags.items()
-        if k.startswith("--speculative-config.")
-    }
-    shorthand = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
-    for flag, key in shorthand.items():
-        if command.has(flag):
-            dotted[key] = command.get(flag)
-    if dotted:
-        config = dict(config or {})
-        for key, value in dotted.items():
-            config[key] = _scalar(value)
-    return config, findings
+_BOUND_NAMES = {"minimum": "ge", "exclusiveMinimum": "gt", "maximum": "le", "exclusiveMaximum": "lt"}
 
 
-def _scalar(value: str | None) -> Any:
-    """A CLI value as the engine would coerce it (numbers and booleans as JSON, the rest as text)."""
-    if value is None:
-        return True
-    try:
-        return parse_json(value, what=value[:40]).value
-    except UntrustedInputError:
-        return value
+def _value_problem(key: str, error: ValidationError) -> str:
+    """One SpeculativeConfig value error in lint's words: the types it accepts, the choices it is not
+    one of, or the engine bound it breaks. A property typed ``X | None`` is an ``anyOf``: its
+    branches' errors say which applies (a branch failing on more than its type is the one to report)."""
+    leaves = list(error.context or ()) if error.validator in ("anyOf", "oneOf") else [error]
+    leaves = leaves or [error]
+    failed_on_type = {leaf.relative_schema_path[0] for leaf in leaves if leaf.validator == "type"}
+    value = error.instance
+    for leaf in leaves:
+        branch = leaf.relative_schema_path[0] if error.validator in ("anyOf", "oneOf") else None
+        if leaf.validator == "type" or branch in failed_on_type:
+            continue
+        if leaf.validator == "enum":
+            choices = [c for c in cast("list[Any]", leaf.validator_value) if c is not None]
+            return f"{key}={json.dumps(value)} is not one of {choices}"
+        if leaf.validator in _BOUND_NAMES:
+            return f"{key}={value} breaks the engine's bound {_BOUND_NAMES[leaf.validator]} {leaf.validator_value:g}"
+    types: set[str] = set()
+    for leaf in leaves:
+        if leaf.validator == "type":
+            declared = cast("str | list[str]", leaf.validator_value)
+            types.update([declared] if isinstance(declared, str) else declared)
+    return f"{key} must be {' or '.join(sorted(types)) or 'another type'}, got {json.dumps(value)}"
 
 
-def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
+def _check_settings(settings: dict[str, Any], schema: EngineSchema, where: str) -> list[Finding]:
+    """SpeculativeConfig settings against the snapshot's exported JSON Schema (the document
+    `specprobe schema --format json-schema` writes), one finding per key in the order written."""
+    found: dict[str, Finding] = {}
+    for name in settings:
+        spec = schema.parameters.get(name)
+        if spec is None:
+            found[name] = rules.SPEC_CONFIG_KEY.finding(
+                f"SpeculativeConfig of vllm {schema.version} has no field {name!r}"
+                + _close(name, sorted(schema.parameters)),
+                location=where,
+                key=f"speculative.{name}",
+            )
+        elif spec.internal:
+            found[name] = rules.SPEC_CONFIG_KEY.finding(
+                f"{name!r} is set by vLLM itself, not by users", location=where, key=f"speculative.{name}"
+            )
+    validator = Draft202012Validator(to_json_schema(schema))
+    for error in validator.iter_errors(settings):
+        if not error.absolute_path:
+            continue  # unknown and internal keys are named above; a missing key is the engine's default
+        name = str(error.absolute_path[0])
+        # The method has its own rule (LINT-METHOD), and null is the engine's default for what it accepts.
+        if name in found or name == "method" or settings.get(name) is None:
+            continue
+        found[name] = rules.SPEC_CONFIG_VALUE.finding(
+            _value_problem(name, error), location=where, key=f"speculative.{name}"
+        )
+    return [found[name] for name in settings if name in found]
+
+
+def _lint_vllm(command: ServeCommand, schema: EngineSchema, result: LintResult) -> None:
     known_flags = {_normalise(f) for flag in schema.cli_flags for f in flag.flags}
     known_flags |= {_normalise(a) for p in schema.parameters.values() for a in [p.flag, *p.aliases] if a}
     for flag, spelled in command.spellings.items():
@@ -234,37 +189,18 @@ def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
                     hint='Speculative decoding is set with --speculative-config \'{"method": ..., "model": ...}\'.',
                 )
             )
-    config, findings = _vllm_spec_config(command)
-    result.findings.extend(findings)
-    if config is None:
-        if not findings:
-            result.findings.append(rules.NO_SPECULATION.finding("no --speculative-config: speculative decoding is off"))
-        return
+    settings = parse_speculative(command)
     where = command.spellings.get("--speculative-config", "--speculative-config")
-    for key, value in config.items():
-        spec = schema.parameters.get(key)
-        if spec is None:
-            result.findings.append(
-                rules.SPEC_CONFIG_KEY.finding(
-                    f"SpeculativeConfig of vllm {schema.version} has no field {key!r}"
-                    + _close(key, sorted(schema.parameters)),
-                    location=where,
-                    key=f"speculative.{key}",
-                )
-            )
-            continue
-        if spec.internal:
-            result.findings.append(
-                rules.SPEC_CONFIG_KEY.finding(
-                    f"{key!r} is set by vLLM itself, not by users", location=where, key=f"speculative.{key}"
-                )
-            )
-            continue
-        if key == "method":
-            continue
-        problem = _check_value(key, value, spec, where)
-        if problem is not None:
-            result.findings.append(problem)
+    if settings.problem is not None:
+        problem = rules.SPEC_CONFIG_JSON.finding(settings.problem, location=where, key="--speculative-config")
+        result.findings.append(problem)
+    if not settings.given:
+        result.findings.append(rules.NO_SPECULATION.finding("no --speculative-config: speculative decoding is off"))
+        return
+    if settings.problem is not None and not settings.values:
+        return
+    config = settings.values
+    result.findings.extend(_check_settings(config, schema, where))
     method = config.get("method")
     if isinstance(method, str):
         result.method = method.lower()
@@ -389,7 +325,7 @@ def _sglang_draft_path(
 
 
 def _lint_sglang(
-    command: ServeCommand, schema: Any, version: str | None = None, target: Path | str | None = None
+    command: ServeCommand, schema: EngineSchema, version: str | None = None, target: Path | str | None = None
 ) -> LintResult:
     version = version or schema.version
     result = LintResult()

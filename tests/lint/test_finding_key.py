@@ -45,3 +45,23 @@ def test_key_is_in_json_only_when_set() -> None:
     assert [f.key for f in unknown] == ["--speculative-num-stepz"]
     assert unknown[0].to_json_dict()["key"] == "--speculative-num-stepz"
     assert all("key" not in f.to_json_dict() for f in report.findings if f.key is None)
+
+
+def test_settings_are_checked_by_the_exported_json_schema() -> None:
+    spec = {
+        "method": "eagle3",
+        "model": "/d",
+        "rejection_sample_method": "nope",
+        "draft_tensor_parallel_size": 0,
+        "fly_entropy_threshold": "high",
+        "max_model_len": None,
+    }
+    report = lint_command(["vllm", "serve", "m", "--speculative-config", json.dumps(spec)], engine="vllm==0.33.0")
+    values = {f.key: f.message for f in report.findings if f.rule == "LINT-SPEC-CONFIG-VALUE"}
+    assert values == {
+        "speculative.rejection_sample_method": (
+            "rejection_sample_method=\"nope\" is not one of ['standard', 'synthetic', 'block', 'fly']"
+        ),
+        "speculative.draft_tensor_parallel_size": "draft_tensor_parallel_size=0 breaks the engine's bound ge 1",
+        "speculative.fly_entropy_threshold": 'fly_entropy_threshold must be number, got "high"',
+    }
