@@ -21,7 +21,7 @@ from specprobe.deploy.engines import resolve_engine_version
 from specprobe.deploy.model import Deployment
 from specprobe.engine_spec import EngineSpec
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
-from specprobe.hfconfig import looks_like_hub_id
+from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.lint import LintCache, lint_deployment
 from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
@@ -79,20 +79,8 @@ class GateCache:
 
 def _hub_cache_folder(repo_id: str) -> Path | None:
     """The cached snapshot folder holding ``repo_id``'s config.json, from the local cache only."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - huggingface_hub is a dependency
-        return None
-    # The cache folder is read from the environment at each call: huggingface_hub fixes its own
-    # constant when first imported, and a caller may have changed HF_HUB_CACHE/HF_HOME since.
-    cache_dir = os.environ.get("HF_HUB_CACHE") or (
-        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
-    )
-    try:
-        cached = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
-    except Exception:  # an id the hub library refuses is simply not cached
-        return None
-    return Path(cached).parent if isinstance(cached, str) else None
+    cached = cached_file(repo_id, "config.json")
+    return cached.parent if cached is not None else None
 
 
 def resolve_model(deployment: Deployment, spec: str | None, role: str) -> ModelRef | None:

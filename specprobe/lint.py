@@ -25,7 +25,7 @@ from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
 from specprobe.deploy.model import Deployment, deployment_from_argv, parse_speculative
 from specprobe.engine_spec import EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
-from specprobe.hfconfig import ConfigError, load_config_json, looks_like_hub_id
+from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
 from specprobe.schema.jsonschema_export import to_json_schema
@@ -244,12 +244,8 @@ def _target_architectures(target: Path | str | None) -> list[str] | None:
     try:
         if path.is_dir() and (path / "config.json").is_file():
             raw = load_config_json(path / "config.json")
-        elif looks_like_hub_id(str(target)):
-            from huggingface_hub import try_to_load_from_cache
-
-            cached = try_to_load_from_cache(str(target), "config.json")
-            if isinstance(cached, str):
-                raw = load_config_json(Path(cached))
+        elif looks_like_hub_id(str(target)) and (cached := cached_file(str(target), "config.json")) is not None:
+            raw = load_config_json(cached)
     except (ConfigError, OSError, ValueError):
         return None
     architectures = raw.get("architectures") if isinstance(raw, dict) else None

@@ -20,7 +20,7 @@ from packaging.version import InvalidVersion, Version
 from specprobe.deploy.argv import ServeCommand, detect_engine, parse_command
 from specprobe.engines._probe import find_interpreter, run_probe
 from specprobe.findings import Finding, SpecprobeError
-from specprobe.hfconfig import looks_like_hub_id
+from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.rules import dryrun as rules
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
@@ -115,13 +115,7 @@ def referenced_models(command: ServeCommand) -> list[str]:
 
 
 def _hub_id_cached(repo_id: str) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        found = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # an id the hub library refuses is not in the cache either
-        return False
-    return isinstance(found, str)
+    return cached_file(repo_id, "config.json") is not None
 
 
 def not_local(command: ServeCommand) -> list[str]:
