@@ -25,6 +25,7 @@ from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.lint import LintCache, lint_deployment
 from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
+from specprobe.versions import engine_first
 
 __all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model", "smoke_deployment"]
 
@@ -263,8 +264,7 @@ def _version_finding(deployment: Deployment) -> Finding:
         f"checked against {deployment.engine} (from the {source}{detail})", location=deployment.image
     )
     # This engine's releases first: the reporters show the first link.
-    project = "sgl-project" if deployment.engine_name == "sglang" else "vllm-project"
-    finding.evidence.sort(key=lambda url: project not in url)
+    finding.evidence = engine_first(finding.evidence, deployment.engine_name)
     return deployment.locate(finding, "engine", "image", "command")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from jsonschema import Draft202012Validator, ValidationError
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
 from specprobe.compat.evaluate import evaluate
@@ -31,6 +31,7 @@ from specprobe.rules.compat import verdict_finding
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
 from specprobe.untrusted import exists
+from specprobe.versions import parse_version
 
 # The command parser lives with the deployment model; these names stay importable from here.
 __all__ = ["LintCache", "LintResult", "ServeCommand", "lint_command", "lint_deployment", "parse_command"]
@@ -86,7 +87,7 @@ def _snapshot(engine: str, version: str | None) -> tuple[EngineSchema, str | Non
     if not known:
         raise SpecprobeError(f"no schema snapshot of {engine} is shipped; extract one with `specprobe schema {engine}`")
     wanted = Version(version) if version else None
-    older = [v for v in known if wanted is not None and (parsed := _parsed(v)) is not None and parsed < wanted]
+    older = [v for v in known if wanted is not None and (parsed := parse_version(v)) is not None and parsed < wanted]
     chosen = older[-1] if older else known[0]
     nearest = load_snapshot(engine, chosen)
     if nearest is None:  # listed but unreadable: the shipped store is damaged
@@ -97,13 +98,6 @@ def _snapshot(engine: str, version: str | None) -> tuple[EngineSchema, str | Non
 def _close(name: str, choices: list[str]) -> str:
     match = difflib.get_close_matches(name, choices, n=1)
     return f"; did you mean {match[0]!r}?" if match else ""
-
-
-def _parsed(raw: str) -> Version | None:
-    try:
-        return Version(raw)
-    except InvalidVersion:
-        return None
 
 
 @dataclass
@@ -389,13 +383,6 @@ def _lint_sglang(
     return result
 
 
-def _engine_evidence_first(finding: Finding, engine: str) -> Finding:
-    """Rules shared by both engines cite both; the reporter shows the first link, so put this engine's first."""
-    project = "sgl-project" if engine == "sglang" else "vllm-project"
-    ordered = sorted(finding.evidence, key=lambda url: project not in url)
-    return replace(finding, evidence=ordered)
-
-
 def _finding_line(deployment: Deployment, finding: Finding) -> int | None:
     """The line a command finding points at: the line of the setting it is about (``finding.key``) in
     the deployment's source map, else the line of the speculative settings as a whole."""
@@ -455,11 +442,9 @@ def lint_deployment(
     findings: list[Finding] = []
     if snapshot_note:
         note = rules.for_version(rules.SNAPSHOT.finding(snapshot_note), command.engine, version or schema.version)
-        findings.append(_engine_evidence_first(note, command.engine))
+        findings.append(note)
     for finding in result.findings:
-        located = _engine_evidence_first(
-            rules.for_version(finding, command.engine, version or schema.version), command.engine
-        )
+        located = rules.for_version(finding, command.engine, version or schema.version)
         if deployment.file is not None:
             located.line = _finding_line(deployment, located)
         findings.append(located)
