@@ -17,7 +17,7 @@ from specprobe.compat.snapshots import SnapshotSource
 from specprobe.compat.subjects import normalize_method, target_model_types
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ModelConfig, attention_traits
-from specprobe.rules import Rule, rule
+from specprobe.rules import AppliesTo, Rule, rule
 from specprobe.versions import parse_version
 
 _VLLM_SPECULATIVE_SOURCE = "https://github.com/vllm-project/vllm/blob/v0.16.0/vllm/config/speculative.py"
@@ -39,6 +39,8 @@ EAGLE3_TARGET = rule(
     "The vLLM version refuses EAGLE-3 for a target model_type outside its eagle3_target_supported list.",
     _VLLM_SPECULATIVE_SOURCE,
     "https://github.com/vllm-project/vllm/issues/32765",
+    # vLLM 0.22.0 dropped the list (data/rule_docs.toml): the rule is about older releases only.
+    applies_to=AppliesTo("vllm", "<0.22"),
 )
 METHOD_UNAVAILABLE = rule(
     "COMPAT-METHOD-UNAVAILABLE",
