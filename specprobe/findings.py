@@ -58,9 +58,10 @@ class Finding:
     line: int | None = None
     # Which deployment of a multi-deployment input the finding belongs to (gate's report sections).
     deployment: str | None = None
-    # The setting the finding is about, in the deployment's SourceMap vocabulary: a normalised flag
-    # (``--speculative-eagle-topk``) or a speculative-config key (``speculative.num_speculative_tokens``).
-    # Set by the rule that knows it, so a finding's line is a lookup, never a search of its message.
+    # The setting the finding is about: a normalised flag (``--speculative-eagle-topk``) or a
+    # speculative-config key (``speculative.num_speculative_tokens``), as the deployment's SourceMap
+    # names them, or a checkpoint's ``config.json:<key>``. Set by the rule that knows it, so a
+    # finding's line is a lookup, never a search of its message.
     key: str | None = None
 
     def __post_init__(self) -> None:

@@ -58,12 +58,14 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
                 f"auto_map points at code shipped with the drafter ({', '.join(shipped)}); loading the drafter "
                 "with trust_remote_code would run it. specprobe did not import it",
                 location="config.json:auto_map",
+                key="config.json:auto_map",
                 hint="EAGLE-3 drafters need no custom code: drop auto_map and the .py files, or review the code",
             )
         else:
             yield REMOTE_CODE.finding(
                 f"auto_map names {', '.join(modules)}, which the drafter folder does not ship; nothing was imported",
                 location="config.json:auto_map",
+                key="config.json:auto_map",
                 severity=Severity.WARNING,
                 hint="EAGLE-3 drafters need no custom code: drop auto_map from config.json",
             )

@@ -65,3 +65,15 @@ def test_settings_are_checked_by_the_exported_json_schema() -> None:
         "speculative.draft_tensor_parallel_size": "draft_tensor_parallel_size=0 breaks the engine's bound ge 1",
         "speculative.fly_entropy_threshold": 'fly_entropy_threshold must be number, got "high"',
     }
+
+
+def test_checkpoint_findings_name_their_config_key(tmp_path: Path) -> None:
+    from check.casebuild import build_case
+
+    from specprobe.check import run_check
+
+    draft, options, _ = build_case("vocab-larger-than-target", tmp_path)
+    report = run_check(draft, **options)
+    mismatch = [f for f in report.findings if f.rule == "TARGET-VOCAB-MISMATCH"]
+    assert mismatch and all(f.key == "config.json:vocab_size" for f in mismatch)
+    assert mismatch[0].to_json_dict()["key"] == "config.json:vocab_size"
