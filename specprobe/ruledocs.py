@@ -129,7 +129,11 @@ class RuleExplanation:
             "family": rule.family,
             "severity": rule.severity.value,
             "status": rule.status.value,
-            "applies_to": {"engine": applies_to.engine, "versions": applies_to.versions} if applies_to else None,
+            "applies_to": (
+                {"engine": applies_to.engine, "versions": applies_to.versions(), "fact": applies_to.fact}
+                if applies_to
+                else None
+            ),
             "description": rule.description,
             "why": rule.why,
             "fix": rule.fix,

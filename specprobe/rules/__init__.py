@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from typing import Any
 
 from specprobe.findings import Finding, Severity
-from specprobe.versions import parse_version
 
 
 class RuleStatus(StrEnum):
@@ -30,28 +28,37 @@ class RuleStatus(StrEnum):
 
 @dataclass(frozen=True)
 class AppliesTo:
-    """The engine releases a rule is about: ``engine`` and a PEP 440 range (``<0.22``)."""
+    """The engine releases a rule is about: those where engine fact ``fact`` (specprobe/data/
+    engine_facts/) has ``value``. The range is data, stated once beside the evidence that shows it,
+    so a release that changes the behaviour changes the rule's range with no edit here."""
 
     engine: str
-    versions: str
+    fact: str
+    value: Any
 
-    def __post_init__(self) -> None:
-        try:
-            SpecifierSet(self.versions)
-        except InvalidSpecifier as exc:  # a definition error of specprobe itself
-            raise ValueError(f"applies_to {self.engine} {self.versions!r}: {exc}") from None
+    def versions(self) -> list[str]:
+        """The PEP 440 ranges of the fact that hold ``value`` (``["<0.22.0"]``)."""
+        # Imported here: the facts are YAML read on first use, and most commands never explain a rule.
+        from specprobe.engines.facts import fact
+
+        found = fact(self.engine, self.fact)
+        if found is None:  # a definition error of specprobe itself, caught by the catalogue tests
+            raise ValueError(f"applies_to names no engine fact {self.engine}/{self.fact}")
+        return [str(r.versions) or "any" for r in found.ranges if r.value == self.value]
 
     def contains(self, engine: str, version: str | None) -> bool | None:
         """Whether ``engine`` ``version`` is in range; None when the version is unknown or not PEP 440."""
+        from specprobe.engines.facts import answer
+
         if engine != self.engine:
             return False
-        parsed = parse_version(version)
-        if parsed is None:
+        found = answer(engine, version, self.fact) if version else None
+        if found is None:
             return None
-        return parsed in SpecifierSet(self.versions, prereleases=True)
+        return bool(found.value == self.value)
 
     def __str__(self) -> str:
-        return f"{self.engine} {self.versions}"
+        return f"{self.engine} {' or '.join(self.versions())}"
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,8 @@ EAGLE3_TARGET = rule(
     "The vLLM version refuses EAGLE-3 for a target model_type outside its eagle3_target_supported list.",
     _VLLM_SPECULATIVE_SOURCE,
     "https://github.com/vllm-project/vllm/issues/32765",
-    # vLLM 0.22.0 dropped the list (data/rule_docs.toml): the rule is about older releases only.
-    applies_to=AppliesTo("vllm", "<0.22"),
+    # Only the releases that check the list (fact eagle3_target_allowlist): vLLM 0.22.0 dropped it.
+    applies_to=AppliesTo("vllm", "eagle3_target_allowlist", "checked"),
 )
 METHOD_UNAVAILABLE = rule(
     "COMPAT-METHOD-UNAVAILABLE",

@@ -50,14 +50,15 @@ def test_rule_refuses_inline_documentation() -> None:
 def test_status_and_engine_range() -> None:
     eagle3 = RULES["COMPAT-EAGLE3-TARGET"]
     assert eagle3.status is RuleStatus.STABLE
-    assert eagle3.applies_to == AppliesTo("vllm", "<0.22")
+    assert eagle3.applies_to == AppliesTo("vllm", "eagle3_target_allowlist", "checked")
+    assert str(eagle3.applies_to) == "vllm <0.22.0"
     assert eagle3.applies("vllm", "0.21.0") and not eagle3.applies("vllm", "0.22.0")
     assert not eagle3.applies("sglang", "0.5.23")
     assert eagle3.applies("vllm", None) and eagle3.applies("vllm", "nightly")  # unknown: not ruled out
     removed = Rule("X-GONE", "x", Severity.INFO, "d", ("https://example.org/e",), status=RuleStatus.REMOVED)
     assert not removed.applies("vllm", "0.33.0")
     with pytest.raises(ValueError, match="applies_to"):
-        AppliesTo("vllm", "not a range")
+        AppliesTo("vllm", "no_such_fact", True).versions()
 
 
 def test_one_explanation_renders_text_json_page_and_sarif() -> None:
@@ -65,14 +66,15 @@ def test_one_explanation_renders_text_json_page_and_sarif() -> None:
     why = explanation.rule.why
     assert why
     data = explanation.to_json_dict()
-    assert data["status"] == "stable" and data["applies_to"] == {"engine": "vllm", "versions": "<0.22"}
+    assert data["status"] == "stable"
+    assert data["applies_to"] == {"engine": "vllm", "versions": ["<0.22.0"], "fact": "eagle3_target_allowlist"}
     assert data["why"] == why and data["docs"] == explanation.docs_url
-    assert "Applies to: vllm <0.22" in explanation.text()
-    assert "- applies to: **vllm <0.22**" in explanation.page()
+    assert "Applies to: vllm <0.22.0" in explanation.text()
+    assert "- applies to: **vllm <0.22.0**" in explanation.page()
     report = Report(command="check", findings=[Finding(rule=explanation.rule.id, severity=Severity.ERROR, message="m")])
     descriptor = SarifReporter().log(report)["runs"][0]["tool"]["driver"]["rules"][0]
     assert descriptor["help"] == explanation.sarif_help()
-    assert "Applies to: vllm <0.22" in descriptor["help"]["text"]
+    assert "Applies to: vllm <0.22.0" in descriptor["help"]["text"]
     # A stable rule about every release shows no lifecycle lines.
     plain = RuleExplanation.of(RULES["VOCAB-D2T-RANGE"])
     assert "Status" not in plain.text() and "applies to" not in plain.page()
