@@ -55,6 +55,8 @@ def test_settings_are_checked_by_the_exported_json_schema() -> None:
         "draft_tensor_parallel_size": 0,
         "fly_entropy_threshold": "high",
         "max_model_len": None,
+        "attention_backend": "FLASH_ATTN",
+        "draft_lm_head_quantization": "int3",
     }
     report = lint_command(["vllm", "serve", "m", "--speculative-config", json.dumps(spec)], engine="vllm==0.33.0")
     values = {f.key: f.message for f in report.findings if f.rule == "LINT-SPEC-CONFIG-VALUE"}
@@ -64,7 +66,12 @@ def test_settings_are_checked_by_the_exported_json_schema() -> None:
         ),
         "speculative.draft_tensor_parallel_size": "draft_tensor_parallel_size=0 breaks the engine's bound ge 1",
         "speculative.fly_entropy_threshold": 'fly_entropy_threshold must be number, got "high"',
+        "speculative.draft_lm_head_quantization": "draft_lm_head_quantization=\"int3\" is not one of ['fp8', 'nvfp4']",
     }
+    # A Python enum's member names are choices too (the exported schema states them as an enum).
+    wrong = {"method": "eagle3", "model": "/d", "attention_backend": "flash-attention"}
+    report = lint_command(["vllm", "serve", "m", "--speculative-config", json.dumps(wrong)], engine="vllm==0.33.0")
+    assert [f.key for f in report.findings if f.rule == "LINT-SPEC-CONFIG-VALUE"] == ["speculative.attention_backend"]
 
 
 def test_checkpoint_findings_name_their_config_key(tmp_path: Path) -> None:
