@@ -142,23 +142,19 @@ def write_baseline(path: Path, findings: Iterable[Finding], root: Path | None = 
 
 
 def apply_baseline(report: Report, baseline: Baseline, root: Path | None = None) -> Report:
-    """``report`` without the findings the baseline accepts; their number goes to ``extra['suppressed']``."""
+    """``report`` without the findings the baseline accepts; their number goes to ``report.suppressed``."""
     kept = [f for f in report.findings if fingerprint(f, root) not in baseline.fingerprints]
     return with_suppressed(report, kept, "baseline", len(report.findings) - len(kept))
 
 
 def with_suppressed(report: Report, kept: list[Finding], reason: str, count: int) -> Report:
-    """A copy of ``report`` holding ``kept``, with ``count`` added to ``extra['suppressed'][reason]``."""
-    suppressed = dict(report.extra.get("suppressed", {}))
+    """A copy of ``report`` holding ``kept``, with ``count`` added to ``report.suppressed[reason]``."""
+    suppressed = dict(report.suppressed)
     if count:
         suppressed[reason] = suppressed.get(reason, 0) + count
-    extra = dict(report.extra)
-    if suppressed:
-        extra["suppressed"] = suppressed
-    return replace(report, findings=kept, extra=extra)
+    return replace(report, findings=kept, suppressed=suppressed)
 
 
 def suppressed_count(report: Report) -> int:
     """How many findings configuration and baseline took out of ``report``."""
-    counts = report.extra.get("suppressed", {})
-    return sum(v for v in counts.values() if isinstance(v, int))
+    return sum(report.suppressed.values())

@@ -244,7 +244,7 @@ def ignored_for_deployment(finding: Finding, config: Config) -> bool:
 
 def apply(report: Report, config: Config) -> Report:
     """``report`` as ``config`` wants it: unselected and per-deployment-ignored findings dropped (and
-    counted in ``extra['suppressed']['config']``), severities re-graded."""
+    counted in ``report.suppressed['config']``), severities re-graded."""
     kept: list[Finding] = []
     for finding in report.findings:
         if not is_selected(finding.rule, config) or ignored_for_deployment(finding, config):

@@ -47,6 +47,11 @@ def can_train() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("torch", "transformers", "tokenizers"))
 
 
+def _mean_length(report: Report) -> float | None:
+    """The mean acceptance length a smoke report measured, None when nothing was measured."""
+    return report.measurement.mean_acceptance_length if report.measurement is not None else None
+
+
 @dataclass
 class DemoResult:
     root: Path
@@ -65,7 +70,7 @@ class DemoResult:
         static_ok = self.valid.ok and not self.broken.ok and set(self.expected_broken) <= self.broken.fired()
         if not self.trained:
             return static_ok
-        good, bad = (self.smoke[name].extra.get("mean_acceptance_length") for name in ("draft", "draft-broken"))
+        good, bad = (_mean_length(self.smoke[name]) for name in ("draft", "draft-broken"))
         return static_ok and isinstance(good, float) and isinstance(bad, float) and good > bad
 
     @property
@@ -77,7 +82,7 @@ class DemoResult:
             f"(files in {self.root})"
         )
         if self.trained:
-            good, bad = (self.smoke[name].extra["mean_acceptance_length"] for name in ("draft", "draft-broken"))
+            good, bad = (_mean_length(self.smoke[name]) for name in ("draft", "draft-broken"))
             line += (
                 f"\ndemo: measured at K={DEMO_K} on the CPU: mean acceptance length {good:.2f} for draft, "
                 f"{bad:.2f} for draft-broken (1.00 = every draft token rejected)"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from specprobe.findings import SpecprobeError
+from specprobe.versions import parse_version, same_version
 
 ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang")
 
@@ -43,14 +44,12 @@ class EngineSpec:
     def contains(self, version: str) -> bool:
         """Whether ``version`` is named by this spec (any version when none is given)."""
         if self.version is not None:
-            return _same_version(self.version, version)
+            return same_version(self.version, version)
         if self.specifier is not None:
-            try:
-                from packaging.specifiers import SpecifierSet  # start-up: see parse_engine_spec
+            from packaging.specifiers import SpecifierSet  # start-up: see parse_engine_spec
 
-                return Version(version) in SpecifierSet(self.specifier, prereleases=True)
-            except InvalidVersion:
-                return False
+            parsed = parse_version(version)
+            return parsed is not None and parsed in SpecifierSet(self.specifier, prereleases=True)
         return True
 
     def select(self, known: Iterable[str]) -> list[str]:
@@ -69,11 +68,6 @@ class EngineSpec:
         return self.engine
 
 
-def _same_version(a: str, b: str) -> bool:
-    try:
-        return Version(a) == Version(b)
-    except InvalidVersion:
-        return a == b
 
 
 def engine_for_distribution(distribution: str) -> str | None:

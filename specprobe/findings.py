@@ -9,7 +9,7 @@ text PASS/FAIL, SARIF's ``properties.ok``, JUnit failures) is the exit code's ow
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import IntEnum, StrEnum
 from typing import Any
 
@@ -58,6 +58,11 @@ class Finding:
     line: int | None = None
     # Which deployment of a multi-deployment input the finding belongs to (gate's report sections).
     deployment: str | None = None
+    # The setting the finding is about: a normalised flag (``--speculative-eagle-topk``) or a
+    # speculative-config key (``speculative.num_speculative_tokens``), as the deployment's SourceMap
+    # names them, or a checkpoint's ``config.json:<key>``. Set by the rule that knows it, so a
+    # finding's line is a lookup, never a search of its message.
+    key: str | None = None
 
     def __post_init__(self) -> None:
         # Accept "error"/"warning"/"info" as well as the enum, as the JSON contract spells them.
@@ -74,7 +79,7 @@ class Finding:
             "evidence": list(self.evidence),
         }
         # Optional keys appear only when set, so single-subject reports keep the documented shape.
-        for key in ("file", "line", "deployment"):
+        for key in ("file", "line", "deployment", "key"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -91,18 +96,94 @@ class Summary:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Section:
+    """One deployment a report covers (gate's report sections): where it is and what it runs.
+
+    Reporters give each section its own block, so a deployment without findings still shows as
+    passing; the JSON report lists them under ``deployments``.
+    """
+
+    name: str
+    file: str | None = None
+    line: int | None = None
+    engine: str | None = None
+    version_source: str | None = None
+    image: str | None = None
+    target: str | None = None
+    draft: str | None = None
+    method: str | None = None
+    device: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any] | str:
+        """Every field (null when unknown), in declaration order; a section known by its name alone
+        (no file, no engine: nothing a gate over files produces) is written as that name."""
+        data = asdict(self)
+        if all(value is None for key, value in data.items() if key != "name"):
+            return self.name
+        return data
+
+
+@dataclass
+class Measurement:
+    """What a smoke run measured: acceptance (from the reference backend, a server's counters or an
+    engine it served) and speed. The figures every backend reports are fields; what only one backend
+    knows (divergences, timings, the device, the metrics' source, the reference's figures beside an
+    engine's) stays in ``details``, written to JSON after the fields."""
+
+    acceptance_rate: float | None = None
+    mean_acceptance_length: float | None = None
+    per_position: list[float | None] = field(default_factory=list)
+    drafts: int | None = None
+    draft_tokens: int | None = None
+    accepted_tokens: int | None = None
+    num_speculative_tokens: int | None = None
+    ci95: list[float | None] = field(default_factory=list)
+    # None when not judged (a server's counters alone cannot tell).
+    lossless: bool | None = None
+    tokens: int | None = None
+    tokens_per_s: float | None = None
+    speedup: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_figures(cls, figures: dict[str, Any]) -> Measurement:
+        """The figures of one backend's result: the shared ones as fields, the rest as details."""
+        names = {f.name for f in fields(cls)} - {"details"}
+        known = {key: value for key, value in figures.items() if key in names}
+        return cls(**known, details={key: value for key, value in figures.items() if key not in names})
+
+    @property
+    def measured(self) -> bool:
+        """Whether acceptance was measured at all (not only tokens and time): every backend that reads
+        acceptance counts drafts (zero from gauges), even where a figure came out undefined."""
+        return self.mean_acceptance_length is not None or self.drafts is not None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
+        data.update(self.details)
+        return data
+
+
 @dataclass
 class Report:
     """The result of one command run: what was examined, what was found, and extra command data.
 
-    ``extra`` holds command-specific keys (``entries`` for matrix, acceptance figures for smoke) that
-    the JSON reporter writes at top level beside the fixed contract keys.
+    ``sections`` are the deployments a multi-deployment run covers (None for a run over one subject);
+    ``suppressed`` counts the findings configuration and a baseline took out, by reason. ``extra``
+    holds only the command-specific payload (``entries`` for matrix, the measurement for smoke) that
+    the JSON reporter writes at top level beside the fixed contract keys; reporters of other formats
+    read the typed fields, never ``extra``.
     """
 
     command: str
     subject: dict[str, str | None] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    sections: list[Section] | None = None
+    suppressed: dict[str, int] = field(default_factory=dict)
+    # A smoke run's figures; written to JSON at top level, before the command payload.
+    measurement: Measurement | None = None
     specprobe_version: str = __version__
     # The mildest severity that fails this run: ERROR, or WARNING under --strict, --fail-on warning
     # or ``fail-on = "warning"`` in the configuration. Set once by the command before reporting.
@@ -141,7 +222,7 @@ class Report:
         return {f.rule for f in self.findings}
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The DESIGN.md JSON contract, with command-specific keys after the fixed ones."""
+        """The JSON envelope: the fixed keys, then the command payload, deployments and suppression counts."""
         data: dict[str, Any] = {
             "specprobe_version": self.specprobe_version,
             "command": self.command,
@@ -150,8 +231,15 @@ class Report:
             "summary": self.summary.to_json_dict(),
             "ok": self.ok,
         }
+        if self.measurement is not None:
+            for key, value in self.measurement.to_json_dict().items():
+                data.setdefault(key, value)
         for key, value in self.extra.items():
             data.setdefault(key, value)
+        if self.sections is not None:
+            data.setdefault("deployments", [section.to_json_dict() for section in self.sections])
+        if self.suppressed:
+            data.setdefault("suppressed", dict(self.suppressed))
         return data
 
 

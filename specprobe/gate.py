@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from specprobe.check import _families, build_context, run_families
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
@@ -22,11 +21,12 @@ from specprobe.context import Family
 from specprobe.deploy.engines import resolve_engine_version
 from specprobe.deploy.model import Deployment
 from specprobe.engine_spec import EngineSpec
-from specprobe.findings import Finding, Report, Severity, SpecprobeError
-from specprobe.hfconfig import looks_like_hub_id
+from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
+from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.lint import LintCache, lint_deployment
 from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
+from specprobe.versions import engine_first
 
 __all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model", "smoke_deployment"]
 
@@ -81,20 +81,8 @@ class GateCache:
 
 def _hub_cache_folder(repo_id: str) -> Path | None:
     """The cached snapshot folder holding ``repo_id``'s config.json, from the local cache only."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - huggingface_hub is a dependency
-        return None
-    # The cache folder is read from the environment at each call: huggingface_hub fixes its own
-    # constant when first imported, and a caller may have changed HF_HUB_CACHE/HF_HOME since.
-    cache_dir = os.environ.get("HF_HUB_CACHE") or (
-        str(Path(os.environ["HF_HOME"]) / "hub") if os.environ.get("HF_HOME") else None
-    )
-    try:
-        cached = try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir)
-    except Exception:  # an id the hub library refuses is simply not cached
-        return None
-    return Path(cached).parent if isinstance(cached, str) else None
+    cached = cached_file(repo_id, "config.json")
+    return cached.parent if cached is not None else None
 
 
 def resolve_model(deployment: Deployment, spec: str | None, role: str) -> ModelRef | None:
@@ -274,25 +262,24 @@ def _version_finding(deployment: Deployment) -> Finding:
         f"checked against {deployment.engine} (from the {source}{detail})", location=deployment.image
     )
     # This engine's releases first: the reporters show the first link.
-    project = "sgl-project" if deployment.engine_name == "sglang" else "vllm-project"
-    finding.evidence.sort(key=lambda url: project not in url)
+    finding.evidence = engine_first(finding.evidence, deployment.engine_name)
     return deployment.locate(finding, "engine", "image", "command")
 
 
-def describe(deployment: Deployment) -> dict[str, Any]:
-    """The deployment as the JSON report lists it."""
-    return {
-        "name": deployment.name,
-        "file": deployment.file,
-        "line": deployment.source.line,
-        "engine": str(deployment.engine) if deployment.engine else None,
-        "version_source": deployment.version_source.value if deployment.version_source else None,
-        "image": deployment.image,
-        "target": deployment.target,
-        "draft": deployment.draft,
-        "method": deployment.method,
-        "device": deployment.device,
-    }
+def describe(deployment: Deployment) -> Section:
+    """The deployment as a report section."""
+    return Section(
+        name=deployment.name,
+        file=deployment.file,
+        line=deployment.source.line,
+        engine=str(deployment.engine) if deployment.engine else None,
+        version_source=deployment.version_source.value if deployment.version_source else None,
+        image=deployment.image,
+        target=deployment.target,
+        draft=deployment.draft,
+        method=deployment.method,
+        device=deployment.device,
+    )
 
 
 def gate_deployments(
@@ -341,7 +328,7 @@ def gate_deployments(
     else:
         report.subject = {"files": ", ".join(files) or None, "deployments": str(len(deployments))}
     if command == "gate" or len(deployments) != 1 or deployments[0].file is not None:
-        report.extra["deployments"] = [describe(d) for d in deployments]
+        report.sections = [describe(d) for d in deployments]
     return report
 
 
@@ -423,7 +410,8 @@ def smoke_deployment(deployment: Deployment) -> list[Finding]:
         note = deploy_rules.NOT_EXAMINED.finding(f"smoke could not run: {exc}", location="smoke")
         return [deployment.locate(note, "url", "device", "command")]
     findings = list(measured.findings)
-    rate, min_rate = measured.extra.get("acceptance_rate"), thresholds.get("min_acceptance_rate")
+    rate = measured.measurement.acceptance_rate if measured.measurement is not None else None
+    min_rate = thresholds.get("min_acceptance_rate")
     if min_rate is not None and (not isinstance(rate, float | int) or rate < min_rate):
         from specprobe.rules import smoke as smoke_rules
 

@@ -248,6 +248,33 @@ def looks_like_hub_id(spec: str) -> bool:
     return bool(_HUB_ID.match(spec)) and not exists(Path(spec))
 
 
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache as the environment names it now: ``HF_HUB_CACHE``, else
+    ``$HF_HOME/hub``, else ``$XDG_CACHE_HOME/huggingface/hub`` (``~/.cache`` by default).
+
+    Read at each call, because huggingface_hub fixes its own constant when first imported, and a
+    caller (a test, a CI step, a library user) may set HF_HOME after that."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return expand_user(os.environ["HF_HUB_CACHE"])
+    if os.environ.get("HF_HOME"):
+        return expand_user(os.environ["HF_HOME"]) / "hub"
+    cache_home = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return expand_user(cache_home) / "huggingface" / "hub"
+
+
+def cached_file(repo_id: str, name: str) -> Path | None:
+    """``name`` of hub repository ``repo_id`` in the local hub cache (``hub_cache_dir``), or None;
+    nothing is downloaded. An id the hub library refuses is simply not cached."""
+    # Imported here: a local target or a bare command never pays for huggingface_hub's import.
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(repo_id, name, cache_dir=hub_cache_dir())
+    except Exception:  # an invalid id (HFValidationError) or an unreadable cache entry: not cached
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
 def resolve_config_path(spec: str) -> Path:
     """A target given as a folder, a config.json path, or a hub id (config.json only is fetched).
 
@@ -267,7 +294,7 @@ def resolve_config_path(spec: str) -> Path:
     except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
         raise SpecprobeError(f"cannot resolve hub id {spec!r}: {exc}") from None
     try:
-        return Path(hf_hub_download(spec, "config.json"))
+        return Path(hf_hub_download(spec, "config.json", cache_dir=hub_cache_dir()))
     except HFValidationError as exc:
         raise SpecprobeError(f"invalid hub id {spec!r}: {exc}") from None
     except Exception as exc:  # network, auth, offline-with-no-cache: all mean "could not run"

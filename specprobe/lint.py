@@ -10,9 +10,10 @@ import difflib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from packaging.version import InvalidVersion, Version
+from jsonschema import Draft202012Validator, ValidationError
+from packaging.version import Version
 
 from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
 from specprobe.compat.evaluate import evaluate
@@ -21,12 +22,15 @@ from specprobe.compat.model import Entry, Match, Pairing, Verdict
 from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag
-from specprobe.deploy.model import Deployment
+from specprobe.deploy.model import Deployment, parse_speculative
 from specprobe.findings import Finding, Severity, SpecprobeError
-from specprobe.hfconfig import ConfigError, load_config_json, looks_like_hub_id
+from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
-from specprobe.untrusted import UntrustedInputError, exists, parse_json
+from specprobe.schema.jsonschema_export import to_json_schema
+from specprobe.schema.model import EngineSchema
+from specprobe.untrusted import exists
+from specprobe.versions import parse_version
 
 __all__ = ["LintCache", "LintResult", "lint_deployment"]
 _normalise = normalise_flag
@@ -40,12 +44,12 @@ class LintCache:
     YAML and deep-copy a snapshot a thousand times. Lint only reads the schema, never mutates it, so
     one copy per run is safe; a new run (a new cache) sees files changed in between."""
 
-    snapshots: dict[tuple[str, str | None], tuple[Any, str | None]] = field(default_factory=dict)
+    snapshots: dict[tuple[str, str | None], tuple[EngineSchema, str | None]] = field(default_factory=dict)
     matrix: list[Entry] | None = None
     facts: StoreSnapshots = field(default_factory=StoreSnapshots)
     verdicts: dict[tuple[Any, ...], list[Verdict]] = field(default_factory=dict)
 
-    def snapshot(self, engine: str, version: str | None) -> tuple[Any, str | None]:
+    def snapshot(self, engine: str, version: str | None) -> tuple[EngineSchema, str | None]:
         key = (engine, version)
         if key not in self.snapshots:
             self.snapshots[key] = _snapshot(engine, version)
@@ -69,7 +73,7 @@ class LintCache:
         return self.verdicts[key]
 
 
-def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
+def _snapshot(engine: str, version: str | None) -> tuple[EngineSchema, str | None]:
     """The snapshot to lint against, and a note when it is not the requested version's own: the
     nearest older snapshot (flags are added more often than removed), else the oldest newer one."""
     from specprobe.schema.store import known_versions, load_snapshot
@@ -81,81 +85,17 @@ def _snapshot(engine: str, version: str | None) -> tuple[Any, str | None]:
     if not known:
         raise SpecprobeError(f"no schema snapshot of {engine} is shipped; extract one with `specprobe schema {engine}`")
     wanted = Version(version) if version else None
-    older = [v for v in known if wanted is not None and (parsed := _parsed(v)) is not None and parsed < wanted]
+    older = [v for v in known if wanted is not None and (parsed := parse_version(v)) is not None and parsed < wanted]
     chosen = older[-1] if older else known[0]
-    return load_snapshot(engine, chosen), f"no snapshot of {engine} {version}: linted against {engine} {chosen}"
+    nearest = load_snapshot(engine, chosen)
+    if nearest is None:  # listed but unreadable: the shipped store is damaged
+        raise SpecprobeError(f"the shipped schema snapshot of {engine} {chosen} cannot be read")
+    return nearest, f"no snapshot of {engine} {version}: linted against {engine} {chosen}"
 
 
 def _close(name: str, choices: list[str]) -> str:
     match = difflib.get_close_matches(name, choices, n=1)
     return f"; did you mean {match[0]!r}?" if match else ""
-
-
-def _parsed(raw: str) -> Version | None:
-    try:
-        return Version(raw)
-    except InvalidVersion:
-        return None
-
-
-def _json_types(schema: dict[str, Any]) -> set[str]:
-    """The JSON types a field accepts (``type``, or the branches of ``anyOf``/``oneOf``); empty when unknown."""
-    kinds: set[str] = set()
-    declared = schema.get("type")
-    if isinstance(declared, str):
-        kinds.add(declared)
-    elif isinstance(declared, list):
-        kinds.update(k for k in declared if isinstance(k, str))
-    for branch_key in ("anyOf", "oneOf"):
-        for branch in schema.get(branch_key) or []:
-            if isinstance(branch, dict):
-                branch_kinds = _json_types(branch)
-                if not branch_kinds:
-                    return set()  # a branch without a type accepts anything
-                kinds |= branch_kinds
-    return kinds
-
-
-def _is_json_type(value: Any, kind: str) -> bool:
-    if kind == "null":
-        return value is None
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
-    return True
-
-
-def _check_value(key: str, value: Any, spec: Any, where: str) -> Finding | None:
-    """Type and bound checks for one SpeculativeConfig field, from the snapshot's JSON Schema type."""
-    if value is None:
-        return None
-    allowed = _json_types(spec.type or {})
-    if allowed and not any(_is_json_type(value, kind) for kind in allowed):
-        return rules.SPEC_CONFIG_VALUE.finding(
-            f"{key} must be {' or '.join(sorted(allowed))}, got {json.dumps(value)}", location=where
-        )
-    if spec.choices and value not in spec.choices:
-        return rules.SPEC_CONFIG_VALUE.finding(
-            f"{key}={json.dumps(value)} is not one of {spec.choices}", location=where
-        )
-    bounds = {"gt": lambda a, b: a > b, "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        for name, limit in (spec.constraints or {}).items():
-            test = bounds.get(name)
-            if test is not None and not test(value, limit):
-                return rules.SPEC_CONFIG_VALUE.finding(
-                    f"{key}={value} breaks the engine's bound {name} {limit:g}", location=where
-                )
-    return None
 
 
 @dataclass
@@ -168,51 +108,66 @@ class LintResult:
     features: set[str] = field(default_factory=set)
 
 
-def _vllm_spec_config(command: ServeCommand) -> tuple[dict[str, Any] | None, list[Finding]]:
-    raw = command.get("--speculative-config")
-    findings: list[Finding] = []
-    config: dict[str, Any] | None = None
-    if command.has("--speculative-config"):
-        where = command.spellings["--speculative-config"]
-        try:
-            # Bounded as every untrusted JSON is (nesting, integer width); NaN is accepted as vLLM's json.loads does.
-            parsed = parse_json(raw, what="the value").value if raw is not None else None
-        except UntrustedInputError as exc:
-            findings.append(rules.SPEC_CONFIG_JSON.finding(str(exc), location=where))
-            parsed = None
-        else:
-            if not isinstance(parsed, dict):
-                findings.append(rules.SPEC_CONFIG_JSON.finding("must be a JSON object", location=where))
-                parsed = None
-        config = parsed
-    # vLLM's dotted form (--speculative-config.method eagle3) and the --spec-* shorthands add keys.
-    dotted = {
-        k.split(".", 1)[1].replace("-", "_"): v
-        for k, v in command.flags.items()
-        if k.startswith("--speculative-config.")
-    }
-    shorthand = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
-    for flag, key in shorthand.items():
-        if command.has(flag):
-            dotted[key] = command.get(flag)
-    if dotted:
-        config = dict(config or {})
-        for key, value in dotted.items():
-            config[key] = _scalar(value)
-    return config, findings
+_BOUND_NAMES = {"minimum": "ge", "exclusiveMinimum": "gt", "maximum": "le", "exclusiveMaximum": "lt"}
 
 
-def _scalar(value: str | None) -> Any:
-    """A CLI value as the engine would coerce it (numbers and booleans as JSON, the rest as text)."""
-    if value is None:
-        return True
-    try:
-        return parse_json(value, what=value[:40]).value
-    except UntrustedInputError:
-        return value
+def _value_problem(key: str, error: ValidationError) -> str:
+    """One SpeculativeConfig value error in lint's words: the types it accepts, the choices it is not
+    one of, or the engine bound it breaks. A property typed ``X | None`` is an ``anyOf``: its
+    branches' errors say which applies (a branch failing on more than its type is the one to report)."""
+    leaves = list(error.context or ()) if error.validator in ("anyOf", "oneOf") else [error]
+    leaves = leaves or [error]
+    failed_on_type = {leaf.relative_schema_path[0] for leaf in leaves if leaf.validator == "type"}
+    value = error.instance
+    for leaf in leaves:
+        branch = leaf.relative_schema_path[0] if error.validator in ("anyOf", "oneOf") else None
+        if leaf.validator == "type" or branch in failed_on_type:
+            continue
+        if leaf.validator == "enum":
+            choices = [c for c in cast("list[Any]", leaf.validator_value) if c is not None]
+            return f"{key}={json.dumps(value)} is not one of {choices}"
+        if leaf.validator in _BOUND_NAMES:
+            return f"{key}={value} breaks the engine's bound {_BOUND_NAMES[leaf.validator]} {leaf.validator_value:g}"
+    types: set[str] = set()
+    for leaf in leaves:
+        if leaf.validator == "type":
+            declared = cast("str | list[str]", leaf.validator_value)
+            types.update([declared] if isinstance(declared, str) else declared)
+    return f"{key} must be {' or '.join(sorted(types)) or 'another type'}, got {json.dumps(value)}"
 
 
-def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
+def _check_settings(settings: dict[str, Any], schema: EngineSchema, where: str) -> list[Finding]:
+    """SpeculativeConfig settings against the snapshot's exported JSON Schema (the document
+    `specprobe schema --format json-schema` writes), one finding per key in the order written."""
+    found: dict[str, Finding] = {}
+    for name in settings:
+        spec = schema.parameters.get(name)
+        if spec is None:
+            found[name] = rules.SPEC_CONFIG_KEY.finding(
+                f"SpeculativeConfig of vllm {schema.version} has no field {name!r}"
+                + _close(name, sorted(schema.parameters)),
+                location=where,
+                key=f"speculative.{name}",
+            )
+        elif spec.internal:
+            found[name] = rules.SPEC_CONFIG_KEY.finding(
+                f"{name!r} is set by vLLM itself, not by users", location=where, key=f"speculative.{name}"
+            )
+    validator = Draft202012Validator(to_json_schema(schema))
+    for error in validator.iter_errors(settings):
+        if not error.absolute_path:
+            continue  # unknown and internal keys are named above; a missing key is the engine's default
+        name = str(error.absolute_path[0])
+        # The method has its own rule (LINT-METHOD), and null is the engine's default for what it accepts.
+        if name in found or name == "method" or settings.get(name) is None:
+            continue
+        found[name] = rules.SPEC_CONFIG_VALUE.finding(
+            _value_problem(name, error), location=where, key=f"speculative.{name}"
+        )
+    return [found[name] for name in settings if name in found]
+
+
+def _lint_vllm(command: ServeCommand, schema: EngineSchema, result: LintResult) -> None:
     known_flags = {_normalise(f) for flag in schema.cli_flags for f in flag.flags}
     known_flags |= {_normalise(a) for p in schema.parameters.values() for a in [p.flag, *p.aliases] if a}
     for flag, spelled in command.spellings.items():
@@ -222,37 +177,22 @@ def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
                 rules.UNKNOWN_FLAG.finding(
                     f"vllm {schema.version} has no flag {spelled}" + _close(flag, sorted(known_flags)),
                     location=spelled,
+                    key=flag,
                     hint='Speculative decoding is set with --speculative-config \'{"method": ..., "model": ...}\'.',
                 )
             )
-    config, findings = _vllm_spec_config(command)
-    result.findings.extend(findings)
-    if config is None:
-        if not findings:
-            result.findings.append(rules.NO_SPECULATION.finding("no --speculative-config: speculative decoding is off"))
-        return
+    settings = parse_speculative(command)
     where = command.spellings.get("--speculative-config", "--speculative-config")
-    for key, value in config.items():
-        spec = schema.parameters.get(key)
-        if spec is None:
-            result.findings.append(
-                rules.SPEC_CONFIG_KEY.finding(
-                    f"SpeculativeConfig of vllm {schema.version} has no field {key!r}"
-                    + _close(key, sorted(schema.parameters)),
-                    location=where,
-                )
-            )
-            continue
-        if spec.internal:
-            result.findings.append(
-                rules.SPEC_CONFIG_KEY.finding(f"{key!r} is set by vLLM itself, not by users", location=where)
-            )
-            continue
-        if key == "method":
-            continue
-        problem = _check_value(key, value, spec, where)
-        if problem is not None:
-            result.findings.append(problem)
+    if settings.problem is not None:
+        problem = rules.SPEC_CONFIG_JSON.finding(settings.problem, location=where, key="--speculative-config")
+        result.findings.append(problem)
+    if not settings.given:
+        result.findings.append(rules.NO_SPECULATION.finding("no --speculative-config: speculative decoding is off"))
+        return
+    if settings.problem is not None and not settings.values:
+        return
+    config = settings.values
+    result.findings.extend(_check_settings(config, schema, where))
     method = config.get("method")
     if isinstance(method, str):
         result.method = method.lower()
@@ -262,6 +202,7 @@ def _lint_vllm(command: ServeCommand, schema: Any, result: LintResult) -> None:
                     f"vllm {schema.version} has no speculative method {method!r}"
                     + _close(method, list(schema.methods)),
                     location=where,
+                    key="speculative.method",
                 )
             )
     model = config.get("model")
@@ -278,7 +219,9 @@ def _int_flag(command: ServeCommand, flag: str, result: LintResult) -> int | Non
         return int(raw) if raw is not None else None
     except ValueError:
         result.findings.append(
-            rules.SPEC_CONFIG_VALUE.finding(f"{flag} must be an integer, got {raw!r}", location=command.spellings[flag])
+            rules.SPEC_CONFIG_VALUE.finding(
+                f"{flag} must be an integer, got {raw!r}", location=command.spellings[flag], key=flag
+            )
         )
         return None
 
@@ -293,12 +236,8 @@ def _target_architectures(target: Path | str | None) -> list[str] | None:
     try:
         if path.is_dir() and (path / "config.json").is_file():
             raw = load_config_json(path / "config.json")
-        elif looks_like_hub_id(str(target)):
-            from huggingface_hub import try_to_load_from_cache
-
-            cached = try_to_load_from_cache(str(target), "config.json")
-            if isinstance(cached, str):
-                raw = load_config_json(Path(cached))
+        elif looks_like_hub_id(str(target)) and (cached := cached_file(str(target), "config.json")) is not None:
+            raw = load_config_json(cached)
     except (ConfigError, OSError, ValueError):
         return None
     architectures = raw.get("architectures") if isinstance(raw, dict) else None
@@ -374,7 +313,7 @@ def _sglang_draft_path(
 
 
 def _lint_sglang(
-    command: ServeCommand, schema: Any, version: str | None = None, target: Path | str | None = None
+    command: ServeCommand, schema: EngineSchema, version: str | None = None, target: Path | str | None = None
 ) -> LintResult:
     version = version or schema.version
     result = LintResult()
@@ -385,6 +324,7 @@ def _lint_sglang(
                 rules.UNKNOWN_FLAG.finding(
                     f"sglang {schema.version} has no flag {spelled}" + _close(flag, sorted(known_flags)),
                     location=spelled,
+                    key=flag,
                 )
             )
     algorithm = command.get("--speculative-algorithm")
@@ -398,6 +338,7 @@ def _lint_sglang(
             rules.METHOD.finding(
                 f"sglang {schema.version} has no speculative algorithm {algorithm!r} (has: {', '.join(offered)})",
                 location="--speculative-algorithm",
+                key="--speculative-algorithm",
             )
         )
     steps = _int_flag(command, "--speculative-num-steps", result)
@@ -417,6 +358,7 @@ def _lint_sglang(
             rules.SGLANG_STEPS.finding(
                 f"{', '.join(given)} set without {', '.join(missing)}",
                 hint="Set all three, or none and let SGLang choose them.",
+                key=given[0],
             )
         )
     if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1 and not filled:
@@ -425,6 +367,7 @@ def _lint_sglang(
                 f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang sets "
                 f"--speculative-num-draft-tokens to {steps + 1} itself (not {tokens})",
                 severity=rules.topk1_severity(version),
+                key="--speculative-num-draft-tokens",
             )
         )
     if topk is not None and topk > 1:
@@ -438,33 +381,19 @@ def _lint_sglang(
     return result
 
 
-def _engine_evidence_first(finding: Finding, engine: str) -> Finding:
-    """Rules shared by both engines cite both; the reporter shows the first link, so put this engine's first."""
-    project = "sgl-project" if engine == "sglang" else "vllm-project"
-    ordered = sorted(finding.evidence, key=lambda url: project not in url)
-    return replace(finding, evidence=ordered)
-
-
 def _finding_line(deployment: Deployment, finding: Finding) -> int | None:
-    """The line a command finding points at: the key of the speculative settings it names, else its flag."""
-    command = deployment.command
-    if finding.rule in (rules.SPEC_CONFIG_KEY.id, rules.SPEC_CONFIG_VALUE.id):
-        # The key the message names first (a "did you mean" suggestion comes after it).
-        named: list[tuple[int, str]] = []
-        for key in deployment.speculative:
-            if finding.message.startswith((f"{key}=", f"{key} ")):
-                named.append((0, key))
-            elif (at := finding.message.find(f"{key!r}")) >= 0:
-                named.append((at, key))
-        for _, key in sorted(named):
-            if f"speculative.{key}" in deployment.source.fields:
-                return deployment.source.fields[f"speculative.{key}"]
-    if command is not None and finding.location:
-        for flag, spelled in command.spellings.items():
-            if spelled == finding.location:
-                # An unknown flag is about the flag itself; the other rules are about its value.
-                return deployment.flag_line(flag, value=finding.rule != rules.UNKNOWN_FLAG.id)
-    return deployment.source.line_of("speculative", "command")
+    """The line a command finding points at: the line of the setting it is about (``finding.key``) in
+    the deployment's source map, else the line of the speculative settings as a whole."""
+    key = finding.key
+    source = deployment.source
+    if key is not None and key.startswith("--"):
+        # An unknown flag is about the flag itself; the other rules are about its value.
+        line = deployment.flag_line(key, value=finding.rule != rules.UNKNOWN_FLAG.id)
+        if line is not None:
+            return line
+    elif key is not None and key in source.fields:
+        return source.fields[key]
+    return source.line_of("speculative", "command")
 
 
 def lint_deployment(
@@ -511,11 +440,9 @@ def lint_deployment(
     findings: list[Finding] = []
     if snapshot_note:
         note = rules.for_version(rules.SNAPSHOT.finding(snapshot_note), command.engine, version or schema.version)
-        findings.append(_engine_evidence_first(note, command.engine))
+        findings.append(note)
     for finding in result.findings:
-        located = _engine_evidence_first(
-            rules.for_version(finding, command.engine, version or schema.version), command.engine
-        )
+        located = rules.for_version(finding, command.engine, version or schema.version)
         if deployment.file is not None:
             located.line = _finding_line(deployment, located)
         findings.append(located)

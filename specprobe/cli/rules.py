@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,41 +25,8 @@ RULES_FORMATS = ("text", "json", "markdown")
 RULE_FORMATS = ("text", "json", "markdown")
 
 
-def rule_json(rule: Rule) -> dict[str, Any]:
-    from specprobe.ruledocs import rule_doc_url
-
-    return {
-        "id": rule.id,
-        "family": rule.family,
-        "severity": rule.severity.value,
-        "description": rule.description,
-        "why": rule.why,
-        "fix": rule.fix,
-        "evidence": list(rule.evidence),
-        "docs": rule_doc_url(rule.id),
-    }
-
-
 def _envelope(report: Report) -> str:
     return json.dumps(report.to_json_dict(), indent=2) + "\n"
-
-
-def explain(rule: Rule) -> str:
-    """The terminal page of one rule."""
-    from specprobe.ruledocs import rule_doc_url
-
-    lines = [
-        f"{rule.id}  ({rule.family}, default severity {rule.severity.value})",
-        "",
-        rule.description,
-    ]
-    if rule.why:
-        lines += ["", "Why:", textwrap.fill(rule.why, 100, initial_indent="  ", subsequent_indent="  ")]
-    if rule.fix:
-        lines += ["", "How to fix:", textwrap.fill(rule.fix, 100, initial_indent="  ", subsequent_indent="  ")]
-    lines += ["", "Evidence:", *(f"  {url}" for url in rule.evidence)]
-    lines += ["", f"Docs: {rule_doc_url(rule.id)}"]
-    return "\n".join(lines) + "\n"
 
 
 def find_rule(rule_id: str) -> Rule:
@@ -100,13 +67,14 @@ def register(app: typer.Typer) -> None:
         output: OutputOption = None,
     ) -> None:
         """List every rule: stable ID, severity, family, one-line description, evidence."""
-        from specprobe.ruledocs import documented_rules
+        from specprobe.ruledocs import RuleExplanation, documented_rules
         from specprobe.rules.catalog import render_markdown
 
         chosen = resolve_format(fmt, RULES_FORMATS)
         rules = documented_rules()
         if chosen == "json":
-            text = _envelope(Report(command="rules", extra={"rules": [rule_json(r) for r in rules]}))
+            listed = [RuleExplanation(r).to_json_dict() for r in rules]
+            text = _envelope(Report(command="rules", extra={"rules": listed}))
         elif chosen == "markdown":
             text = render_markdown(rules)
         else:
@@ -122,14 +90,15 @@ def register(app: typer.Typer) -> None:
         output: OutputOption = None,
     ) -> None:
         """Explain one rule: what it checks, why it matters, evidence, how to fix it."""
-        from specprobe.ruledocs import render_rule_page
+        from specprobe.ruledocs import RuleExplanation
 
         chosen = resolve_format(fmt, RULE_FORMATS)
-        rule = find_rule(rule_id)
+        explanation = RuleExplanation(find_rule(rule_id))
         if chosen == "json":
-            text = _envelope(Report(command="rule", subject={"rule": rule.id}, extra={"rule": rule_json(rule)}))
+            subject: dict[str, str | None] = {"rule": explanation.rule.id}
+            text = _envelope(Report(command="rule", subject=subject, extra={"rule": explanation.to_json_dict()}))
         elif chosen == "markdown":
-            text = render_rule_page(rule)
+            text = explanation.page()
         else:
-            text = explain(rule)
+            text = explanation.text()
         write_output(text, output)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from specprobe.engines.facts import Answer, answer, newest_read, parse_version
+from specprobe.engines.facts import Answer, answer, newest_read
+from specprobe.versions import parse_version
 
 __all__ = [
     "DEFAULT_AUX_EVIDENCE",

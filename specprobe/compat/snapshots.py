@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from specprobe.findings import SpecprobeError
+from specprobe.versions import parse_version
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,8 @@ class StoreSnapshots:
         store = self._store()
         if store is None:
             return []
-        parsed: list[Version] = []
-        for raw in store.known_versions(engine) or ():
-            try:
-                parsed.append(Version(str(raw)))
-            except InvalidVersion:
-                continue
-        return sorted(set(parsed))
+        parsed = {version for raw in store.known_versions(engine) or () if (version := parse_version(str(raw)))}
+        return sorted(parsed)
 
     def facts(self, engine: str, version: Version) -> SnapshotFacts | None:
         key = (engine, version)
@@ -112,10 +108,7 @@ class StoreSnapshots:
 
 
 def _same_version(raw: str, version: Version) -> bool:
-    try:
-        return Version(raw) == version
-    except InvalidVersion:
-        return False
+    return parse_version(raw) == version
 
 
 @dataclass(frozen=True)
@@ -171,10 +164,9 @@ class FolderSnapshots:
         if not folder.is_dir():
             return found
         for path in folder.glob("*.json"):
-            try:
-                found[Version(path.stem)] = path
-            except InvalidVersion:
-                continue
+            version = parse_version(path.stem)
+            if version is not None:
+                found[version] = path
         return found
 
     def versions(self, engine: str) -> list[Version]:

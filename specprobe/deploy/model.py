@@ -142,32 +142,58 @@ def _scalar(value: str | None) -> Any:
         return value
 
 
-def speculative_settings(command: ServeCommand) -> dict[str, Any]:
-    """The speculative settings the command names, as a dict (unreadable JSON is left to lint's rules)."""
+@dataclass(frozen=True)
+class SpeculativeSettings:
+    """The speculative settings a serve command names, and why ``--speculative-config`` could not be
+    read when it could not (None when it was read, or not given)."""
+
+    values: dict[str, Any]
+    given: bool
+    problem: str | None = None
+
+
+def parse_speculative(command: ServeCommand) -> SpeculativeSettings:
+    """The one parser of a command's speculative settings: SGLang's ``--speculative-*`` flags; vLLM's
+    ``--speculative-config`` JSON, its dotted form (``--speculative-config.method eagle3``) and the
+    ``--spec-*`` shorthands. ``given`` says whether the command names any of them."""
     if command.engine == "sglang":
-        return {
+        values = {
             flag[2:].replace("-", "_"): _scalar(value)
             for flag, value in command.flags.items()
             if flag.startswith("--speculative-")
         }
+        return SpeculativeSettings(values, given=bool(values))
     settings: dict[str, Any] = {}
+    problem: str | None = None
+    given = command.has("--speculative-config")
     raw = command.get("--speculative-config")
-    if raw is not None:
+    if given:
         try:
-            parsed = parse_json(raw, what="--speculative-config").value
-        except UntrustedInputError:
-            parsed = None
-        if isinstance(parsed, dict):
-            settings.update(parsed)
+            # Bounded as every untrusted JSON is (nesting, integer width); NaN is accepted as vLLM's json.loads does.
+            parsed = parse_json(raw, what="the value").value if raw is not None else None
+        except UntrustedInputError as exc:
+            problem = str(exc)
+        else:
+            if isinstance(parsed, dict):
+                settings.update(parsed)
+            else:
+                problem = "must be a JSON object"
     # vLLM's dotted form (--speculative-config.method eagle3) and the --spec-* shorthands add keys.
     for flag, value in command.flags.items():
         if flag.startswith("--speculative-config."):
             settings[flag.split(".", 1)[1].replace("-", "_")] = _scalar(value)
+            given = True
     shorthand = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
     for flag, key in shorthand.items():
         if command.has(flag):
             settings[key] = _scalar(command.get(flag))
-    return settings
+            given = True
+    return SpeculativeSettings(settings, given=given, problem=problem)
+
+
+def speculative_settings(command: ServeCommand) -> dict[str, Any]:
+    """The speculative settings the command names, as a dict (unreadable JSON is left to lint's rules)."""
+    return parse_speculative(command).values
 
 
 def fill_from_command(deployment: Deployment, command: ServeCommand) -> None:

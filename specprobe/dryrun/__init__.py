@@ -15,13 +15,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from specprobe.deploy.argv import ServeCommand, detect_engine, parse_command
 from specprobe.engines._probe import find_interpreter, run_probe
 from specprobe.findings import Finding, SpecprobeError
-from specprobe.hfconfig import looks_like_hub_id
+from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.rules import dryrun as rules
+from specprobe.versions import parse_version
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
 PROBE_SCRIPTS = {"vllm": "vllm_dry_run.py", "sglang": "sglang_dry_run.py"}
@@ -85,12 +84,8 @@ def shorten(message: str) -> str:
 
 def release_of(version: str | None) -> str | None:
     """``0.32.0+cpu`` -> ``0.32.0``: the tag the source link is pinned to."""
-    if not version:
-        return None
-    try:
-        return Version(version).base_version
-    except InvalidVersion:
-        return None
+    parsed = parse_version(version)
+    return parsed.base_version if parsed is not None else None
 
 
 def _json_object(raw: str | None) -> dict[str, Any]:
@@ -115,13 +110,7 @@ def referenced_models(command: ServeCommand) -> list[str]:
 
 
 def _hub_id_cached(repo_id: str) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        found = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # an id the hub library refuses is not in the cache either
-        return False
-    return isinstance(found, str)
+    return cached_file(repo_id, "config.json") is not None
 
 
 def not_local(command: ServeCommand) -> list[str]:

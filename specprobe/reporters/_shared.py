@@ -5,7 +5,6 @@ root, counts and annotation limits. Whether a finding fails the run is the repor
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,8 @@ def subject_label(report: Report) -> str:
 
 
 def _listed(report: Report) -> list[tuple[str, str | None]]:
-    """(name, file) of the deployments the report lists in ``extra['deployments']``."""
-    listed = report.extra.get("deployments")
-    found: list[tuple[str, str | None]] = []
-    if isinstance(listed, list):
-        for item in listed:
-            name = item.get("name") if isinstance(item, Mapping) else item
-            file = item.get("file") if isinstance(item, Mapping) else None
-            if isinstance(name, str):
-                found.append((name, file if isinstance(file, str) else None))
-    return found
+    """(name, file) of the deployments the report covers (its ``sections``)."""
+    return [(section.name, section.file) for section in report.sections or ()]
 
 
 def _label(name: str, file: str | None, shared: set[str]) -> str:
@@ -53,8 +44,8 @@ def sections(report: Report) -> dict[str, list[Finding]]:
 
     One section per deployment, in the order the report lists them, then as findings name them. A
     report of one subject (check, lint) has a single section named after its subject. A gate report
-    may list its deployments in ``extra['deployments']`` (names, or objects with ``name`` and
-    ``file``) so that a deployment without findings still gets its (passing) section. Findings about
+    lists its deployments in ``report.sections`` so that a deployment without findings still gets its
+    (passing) section. Findings about
     the whole run go in a section named after the subject.
 
     One pass over deployments and findings: a fleet of a thousand deployments renders in linear time.
@@ -124,7 +115,7 @@ def counts_line(report: Report) -> str:
 
 def suppressed_line(report: Report) -> str | None:
     """``3 suppressed (config 1, baseline 2)`` when configuration or a baseline removed findings."""
-    counts = {k: v for k, v in report.extra.get("suppressed", {}).items() if isinstance(v, int) and v}
+    counts = {reason: count for reason, count in report.suppressed.items() if count}
     if not counts:
         return None
     detail = ", ".join(f"{reason} {count}" for reason, count in sorted(counts.items()))

@@ -22,7 +22,7 @@ from specprobe.baseline import FINGERPRINT_KEY, fingerprint, repository_root
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters._shared import artifact_path, suppressed_line
 from specprobe.reporters.base import Reporter
-from specprobe.ruledocs import REPOSITORY_URL, rule_doc_url, rule_help_markdown, rule_help_text
+from specprobe.ruledocs import REPOSITORY_URL, RuleExplanation, rule_doc_url
 from specprobe.rules import Rule
 from specprobe.textsafe import terminal
 
@@ -59,7 +59,7 @@ def _descriptor(rule_id: str, rule: Rule | None, fallback: Finding) -> dict[str,
         "name": _rule_name(rule.id),
         "shortDescription": {"text": rule.description},
         "fullDescription": {"text": rule.why or rule.description},
-        "help": {"text": rule_help_text(rule), "markdown": rule_help_markdown(rule)},
+        "help": RuleExplanation(rule).sarif_help(),
         "helpUri": rule_doc_url(rule.id),
         "defaultConfiguration": {"level": _LEVEL[rule.severity]},
         "properties": {"tags": ["specprobe", rule.family], "family": rule.family},
@@ -110,7 +110,7 @@ class SarifReporter(Reporter):
         if subject:
             properties["subject"] = subject
         if suppressed_line(report):
-            properties["suppressed"] = report.extra["suppressed"]
+            properties["suppressed"] = dict(report.suppressed)
         run["properties"] = properties
         return {"$schema": SARIF_SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 

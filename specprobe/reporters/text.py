@@ -51,7 +51,7 @@ def _severity_groups(findings: list[Finding], indent: str) -> list[list[Segment]
 def _lines(report: Report) -> list[list[Segment]]:
     lines: list[list[Segment]] = [[(_subject_line(report), "bold")]]
     findings = report.sorted_findings()
-    if any(f.deployment is not None for f in findings) or report.extra.get("deployments"):
+    if any(f.deployment is not None for f in findings) or report.sections:
         # A report over deployments: one section each (report order), its findings grouped inside.
         for section, members in sections(report).items():
             failing = any(report.fails(f.severity) for f in members)

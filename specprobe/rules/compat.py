@@ -10,8 +10,6 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from packaging.version import InvalidVersion, Version
-
 from specprobe.compat.evaluate import evaluate, finding_severity
 from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import DRAFT_FORMATS, Entry, EntryKind, Match, Pairing, Status, Verdict
@@ -19,7 +17,8 @@ from specprobe.compat.snapshots import SnapshotSource
 from specprobe.compat.subjects import normalize_method, target_model_types
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ModelConfig, attention_traits
-from specprobe.rules import Rule, rule
+from specprobe.rules import AppliesTo, Rule, rule
+from specprobe.versions import parse_version
 
 _VLLM_SPECULATIVE_SOURCE = "https://github.com/vllm-project/vllm/blob/v0.16.0/vllm/config/speculative.py"
 _SGLANG_SPEC_INFO_SOURCE = (
@@ -40,6 +39,8 @@ EAGLE3_TARGET = rule(
     "The vLLM version refuses EAGLE-3 for a target model_type outside its eagle3_target_supported list.",
     _VLLM_SPECULATIVE_SOURCE,
     "https://github.com/vllm-project/vllm/issues/32765",
+    # Only the releases that check the list (fact eagle3_target_allowlist): vLLM 0.22.0 dropped it.
+    applies_to=AppliesTo("vllm", "eagle3_target_allowlist", "checked"),
 )
 METHOD_UNAVAILABLE = rule(
     "COMPAT-METHOD-UNAVAILABLE",
@@ -128,13 +129,6 @@ class CompatContext(Protocol):
     def method(self) -> str | None: ...
 
 
-def _version(raw: str | None) -> Version | None:
-    if not raw:
-        return None
-    try:
-        return Version(raw)
-    except InvalidVersion:
-        return None
 
 
 def pairings_for(ctx: CompatContext) -> list[tuple[Pairing, str]]:
@@ -151,7 +145,7 @@ def pairings_for(ctx: CompatContext) -> list[tuple[Pairing, str]]:
             (
                 Pairing(
                     engine=engine.lower(),
-                    version=_version(version),
+                    version=parse_version(version),
                     method=method,
                     draft_format=ctx.draft_format,
                     draft_architecture=ctx.draft_architecture,

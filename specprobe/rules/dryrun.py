@@ -17,12 +17,6 @@ DRY_RUN = rule(
     "SGLang: ServerArgs and its resolution) refused the command; the message is the engine's.",
     _VLLM_ENGINE_ARGS,
     _SGLANG_SERVER_ARGS,
-    why=(
-        'vLLM and SGLang validate their configuration when they start; a refused command costs an engine '
-        'start (minutes on a large model) to find out. The dry run runs the same code offline, so the message'
-        ' is the one the server would log.'
-    ),
-    fix='Read the quoted message; the location is the engine source line that raised, linked at the installed version.',
 )
 DRY_RUN_PASSED = rule(
     "LINT-DRY-RUN-PASSED",
@@ -32,10 +26,6 @@ DRY_RUN_PASSED = rule(
     "were not started or loaded).",
     _VLLM_ENGINE_ARGS,
     _SGLANG_SERVER_ARGS,
-    why=(
-        'The engine accepted the command as its configuration; what happens when weights load and kernels run'
-        ' is not covered.'
-    ),
 )
 DRY_RUN_PLATFORM = rule(
     "LINT-DRY-RUN-PLATFORM",
@@ -45,11 +35,6 @@ DRY_RUN_PLATFORM = rule(
     "that only an accelerator platform makes (attention backend, memory) did not run.",
     _VLLM_PLATFORMS,
     "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/utils/common.py",
-    why=(
-        "vLLM's CUDA wheel cannot even build its argument parser without a device; its CPU platform builds "
-        'the same configuration objects, with CPU block sizes and backends.'
-    ),
-    fix="Run the dry run on a machine with the deployment's accelerator for accelerator-specific checks.",
 )
 DRY_RUN_NOT_LOCAL = rule(
     "LINT-DRY-RUN-NOT-LOCAL",
@@ -58,6 +43,4 @@ DRY_RUN_NOT_LOCAL = rule(
     "A model the command names is a hub id that is not in the local Hugging Face cache; the dry run never "
     "downloads, so it did not run.",
     "https://huggingface.co/docs/huggingface_hub/v0.35.0/en/package_reference/environment_variables#hfhuboffline",
-    why='The dry run sets HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1 and never downloads.',
-    fix='Download the model into the local Hugging Face cache first, or point the command at a local folder.',
 )

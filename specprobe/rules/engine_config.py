@@ -18,10 +18,11 @@ from pathlib import Path
 from packaging.version import Version
 
 from specprobe.context import CheckContext
-from specprobe.engines.facts import answer, parse_version
+from specprobe.engines.facts import answer
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ModelConfig
 from specprobe.rules import rule
+from specprobe.versions import parse_version
 
 _VLLM_DEEPSEEK = "vllm/model_executor/models/deepseek_v2.py"
 _VLLM_LINES = "https://github.com/vllm-project/vllm/blob/v0.32.0/" + _VLLM_DEEPSEEK
@@ -47,12 +48,6 @@ ROUTING_SCORE = rule(
     f"{_VLLM_LINES}#L387",
     f"{_HF_MODELING}#L136",
     _MEASURED,
-    why=(
-        "vLLM reads scoring_func with a softmax default; transformers' DeepSeek-V3 router always uses sigmoid"
-        ' scores. The served target routes tokens to other experts, so its hidden states differ from those '
-        'the drafter was trained on.'
-    ),
-    fix='Set "scoring_func": "sigmoid" and "topk_method": "noaux_tc", as DeepSeek-V3\'s own config.json does.',
 )
 ROUTING_BIAS = rule(
     "ENGINE-CONFIG-ROUTING-BIAS",
@@ -64,11 +59,6 @@ ROUTING_BIAS = rule(
     f"{_VLLM_LINES}#L327",
     f"{_HF_MODELING}#L131",
     _MEASURED,
-    why=(
-        'vLLM creates gate.e_score_correction_bias only when topk_method is noaux_tc; transformers always '
-        'creates, saves and applies it. Weights that carry it fail to load in vLLM with a KeyError.'
-    ),
-    fix='Set "topk_method": "noaux_tc" in the target\'s config.json.',
 )
 _SGLANG_DEEPSEEK = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/models/deepseek_v2.py"
 _HF_CONFIG_SGLANG = (
@@ -86,9 +76,6 @@ SGLANG_ROUTING_KEYS = rule(
     f"{_SGLANG_DEEPSEEK}#L519",
     f"{_SGLANG_DEEPSEEK}#L793",
     f"{_HF_CONFIG_SGLANG}#L27",
-    why="transformers' own DeepSeek-V3 always routes with sigmoid scores and the correction bias, so its "
-    "config class carries neither key; SGLang's DeepSeek model takes them from config.json.",
-    fix='Set "topk_method": "noaux_tc" and "scoring_func": "sigmoid", as DeepSeek-V3\'s own config.json does.',
 )
 PARTIAL_SLIDING_WINDOW = rule(
     "ENGINE-CONFIG-PARTIAL-SLIDING-WINDOW",
@@ -99,10 +86,6 @@ PARTIAL_SLIDING_WINDOW = rule(
     "at start (`Sliding window for some but all layers is not supported`).",
     f"{_VLLM_QWEN2_LINES}#L351",
     f"{_HF_QWEN2}#L88",
-    why="vLLM's Qwen2 model (which Qwen3 extends) asserts that either every layer or none uses the sliding "
-    "window; transformers derives per-layer types from max_window_layers and runs the mix.",
-    fix="Serve with use_sliding_window false (as Qwen's own configs ship), or a max_window_layers equal to "
-    "num_hidden_layers.",
 )
 ROPE_INTERLEAVE = rule(
     "ENGINE-CONFIG-ROPE-INTERLEAVE",
@@ -114,11 +97,6 @@ ROPE_INTERLEAVE = rule(
     f"{_HF_MODELING}#L453",
     _MEASURED,
     "docs/real-engine/README.md#results",
-    why=(
-        'transformers honours rope_interleave (default true, GPT-J-style); with false it rotates NeoX-style. '
-        "vLLM's DeepSeek attention always builds its rotary embedding with is_neox_style=False."
-    ),
-    fix='Keep rope_interleave true (the default) and weights laid out for it.',
 )
 
 

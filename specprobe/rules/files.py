@@ -25,11 +25,6 @@ CONFIG_MISSING = rule(
     Severity.ERROR,
     "config.json is missing from the drafter folder",
     "https://huggingface.co/docs/transformers/v4.57.0/en/main_classes/configuration",
-    why=(
-        "The engines build the drafter (architecture, sizes, vocabulary) from config.json in the drafter "
-        "folder; without it the folder is not a loadable model."
-    ),
-    fix="Save config.json beside the weights; the training framework's save_pretrained writes it.",
 )
 CONFIG_INVALID = rule(
     "FILES-CONFIG-INVALID",
@@ -37,8 +32,6 @@ CONFIG_INVALID = rule(
     Severity.ERROR,
     "config.json is not a valid JSON object",
     "https://huggingface.co/docs/transformers/v4.57.0/en/main_classes/configuration",
-    why="The engines build the drafter from config.json; a file that is not a JSON object cannot be loaded.",
-    fix="Re-export config.json from the training run as a JSON object (as transformers' save_pretrained writes it).",
 )
 NO_WEIGHTS = rule(
     "FILES-NO-WEIGHTS",
@@ -46,11 +39,6 @@ NO_WEIGHTS = rule(
     Severity.ERROR,
     "no safetensors weights in the folder",
     SAFETENSORS_FORMAT,
-    why=(
-        "The drafter folder holds no *.safetensors file, so there are no weights specprobe can read (pickle "
-        "weights are never opened)."
-    ),
-    fix="Save the weights as safetensors: save_pretrained with safe_serialization=True.",
 )
 PICKLE_ONLY = rule(
     "FILES-PICKLE-ONLY",
@@ -58,14 +46,6 @@ PICKLE_ONLY = rule(
     Severity.ERROR,
     "weights only as pickle (.bin/.pt): reported, never unpickled",
     HF_PICKLE,
-    why=(
-        "Unpickling .bin/.pt files runs code from the file; specprobe never does it, so these weights cannot "
-        "be checked, and whoever loads them runs that code."
-    ),
-    fix=(
-        "Convert the weights to safetensors (load them once in a sandbox, then save_pretrained with "
-        "safe_serialization=True) and publish those."
-    ),
 )
 PICKLE_IGNORED = rule(
     "FILES-PICKLE-IGNORED",
@@ -73,11 +53,6 @@ PICKLE_IGNORED = rule(
     Severity.INFO,
     "pickle files beside the safetensors weights are not read",
     HF_PICKLE,
-    why=(
-        "Unpickling .bin/.pt files runs code from the file; specprobe checks the safetensors weights and "
-        "leaves the pickles unopened."
-    ),
-    fix="Remove the .bin/.pt files from the published folder if the safetensors weights are the ones to serve.",
 )
 HEADER_INVALID = rule(
     "FILES-HEADER-INVALID",
@@ -85,15 +60,6 @@ HEADER_INVALID = rule(
     Severity.ERROR,
     "safetensors header unreadable: length beyond the file, not JSON, or malformed entries",
     SAFETENSORS_FORMAT,
-    why=(
-        "A safetensors file starts with an 8-byte little-endian header length and a JSON header that locates "
-        "every tensor; if that cannot be parsed, no loader can read any tensor of the file."
-    ),
-    fix=(
-        "Copy or download the file again (a partial transfer is the usual cause), or re-save the weights with"
-        " the safetensors library (save_pretrained with safe_serialization=True) instead of writing or "
-        "patching the file by hand."
-    ),
 )
 TRUNCATED = rule(
     "FILES-TRUNCATED",
@@ -101,8 +67,6 @@ TRUNCATED = rule(
     Severity.ERROR,
     "a safetensors file ends before its tensors' data",
     SAFETENSORS_FORMAT,
-    why="The file is shorter than its header says, so the last tensors have no data: a partial download or copy.",
-    fix="Download or copy the file again and compare its size with the source.",
 )
 DTYPE_UNKNOWN = rule(
     "FILES-DTYPE-UNKNOWN",
@@ -110,11 +74,6 @@ DTYPE_UNKNOWN = rule(
     Severity.ERROR,
     "a tensor has a dtype safetensors does not define",
     SAFETENSORS_FORMAT,
-    why=(
-        "The safetensors loader maps each dtype string of the header to a tensor type and refuses a file with"
-        " one it does not define."
-    ),
-    fix="Save the tensor in a dtype safetensors defines (F32, F16, BF16, I64, BOOL, ...).",
 )
 TENSOR_SIZE = rule(
     "FILES-TENSOR-SIZE",
@@ -122,11 +81,6 @@ TENSOR_SIZE = rule(
     Severity.ERROR,
     "shape x dtype size differs from the tensor's byte span",
     SAFETENSORS_FORMAT,
-    why="A tensor's byte span must be exactly its shape times its dtype's size; otherwise the loader refuses the file.",
-    fix=(
-        "Re-save the weights with the safetensors library (save_pretrained with safe_serialization=True) "
-        "instead of writing or patching the file by hand."
-    ),
 )
 OFFSETS_OVERLAP = rule(
     "FILES-OFFSETS-OVERLAP",
@@ -134,11 +88,6 @@ OFFSETS_OVERLAP = rule(
     Severity.ERROR,
     "two tensors' data_offsets overlap",
     SAFETENSORS_FORMAT,
-    why="Two tensors whose data_offsets overlap share bytes, so at least one of them holds the other's data.",
-    fix=(
-        "Re-save the weights with the safetensors library (save_pretrained with safe_serialization=True) "
-        "instead of writing or patching the file by hand."
-    ),
 )
 OFFSETS_GAP = rule(
     "FILES-OFFSETS-GAP",
@@ -146,14 +95,6 @@ OFFSETS_GAP = rule(
     Severity.ERROR,
     "tensor data must tile the data region: no gaps, no trailing bytes (the safetensors loader refuses the file)",
     "https://github.com/huggingface/safetensors/blob/v0.6.2/safetensors/src/tensor.rs",
-    why=(
-        "The safetensors format requires tensor data to tile the data region exactly; its loader checks this "
-        "and refuses a file with gaps or trailing bytes."
-    ),
-    fix=(
-        "Re-save the weights with the safetensors library (save_pretrained with safe_serialization=True) "
-        "instead of writing or patching the file by hand."
-    ),
 )
 INDEX_INVALID = rule(
     "FILES-INDEX-INVALID",
@@ -161,11 +102,6 @@ INDEX_INVALID = rule(
     Severity.ERROR,
     "model.safetensors.index.json is not a valid shard index",
     SHARD_INDEX,
-    why=(
-        "A sharded checkpoint's model.safetensors.index.json maps every tensor to its shard (weight_map); "
-        "loaders follow it to find the shards."
-    ),
-    fix="Save the index together with the shards (save_pretrained writes both).",
 )
 SHARD_MISSING = rule(
     "FILES-SHARD-MISSING",
@@ -173,8 +109,6 @@ SHARD_MISSING = rule(
     Severity.ERROR,
     "a shard named in the index is missing",
     SHARD_INDEX,
-    why="Loaders open every shard the index names; a missing shard fails the load.",
-    fix="Copy or upload every shard listed in model.safetensors.index.json.",
 )
 INDEX_TENSOR_MISSING = rule(
     "FILES-INDEX-TENSOR-MISSING",
@@ -182,11 +116,6 @@ INDEX_TENSOR_MISSING = rule(
     Severity.ERROR,
     "the index places a tensor in a shard that lacks it",
     SHARD_INDEX,
-    why=(
-        "A loader looks for each tensor in the shard the index names; when it is not there, that weight is "
-        "missing at load time."
-    ),
-    fix="Regenerate the index from the shards as they were saved.",
 )
 INDEX_UNLISTED = rule(
     "FILES-INDEX-UNLISTED", FAMILY, Severity.WARNING, "a shard holds a tensor the index does not list", SHARD_INDEX
@@ -197,11 +126,6 @@ TENSOR_DUPLICATE = rule(
     Severity.ERROR,
     "the same tensor name is stored in two files",
     SHARD_INDEX,
-    why=(
-        "When one tensor name is stored in two files, which copy a loader keeps depends on the order it reads"
-        " the files."
-    ),
-    fix="Keep one copy of each tensor and re-save the checkpoint.",
 )
 INDEX_PATH_ESCAPE = rule(
     "FILES-INDEX-PATH-ESCAPE",
@@ -209,8 +133,6 @@ INDEX_PATH_ESCAPE = rule(
     Severity.ERROR,
     "the index names a shard path outside the checkpoint folder",
     SHARD_INDEX,
-    why="A shard path such as ../x or an absolute path makes a loader open a file outside the model folder.",
-    fix="Name shards by file name only, inside the checkpoint folder.",
 )
 FILE_UNREADABLE = rule(
     "FILES-UNREADABLE",
@@ -218,8 +140,6 @@ FILE_UNREADABLE = rule(
     Severity.ERROR,
     "a file in the drafter folder cannot be opened (a symlink loop); the folder is not loadable as shipped",
     "https://man7.org/linux/man-pages/man2/open.2.html#ERRORS",
-    why="A file that cannot be opened here (for example a symlink loop) cannot be opened by the engine either.",
-    fix="Replace the broken link with the file itself.",
 )
 CONFIG_NONSTANDARD_JSON = rule(
     "FILES-CONFIG-NONSTANDARD-JSON",
@@ -227,11 +147,6 @@ CONFIG_NONSTANDARD_JSON = rule(
     Severity.INFO,
     "config.json uses NaN/Infinity, which Python's json (and so the engines) accepts but JSON does not",
     "https://docs.python.org/3/library/json.html#infinite-and-nan-number-values",
-    why=(
-        "NaN and Infinity are not JSON: Python's json reads them, stricter parsers (jq, JavaScript, other "
-        "languages) refuse the file."
-    ),
-    fix="Write numbers or null instead if other tools must read config.json.",
 )
 
 _BY_KIND: dict[str, tuple[Rule, str | None]] = {

@@ -213,12 +213,14 @@ def _config_fields(ctx: CheckContext) -> Iterator[Finding]:
         yield CONFIG_FIELD.finding(
             f"draft_vocab_size is {json_repr(raw_draft_vocab)}; a positive integer is required",
             location="config.json:draft_vocab_size",
+            key="config.json:draft_vocab_size",
         )
     elif draft_vocab is not None and vocab is not None and draft_vocab > vocab:
         yield CONFIG_FIELD.finding(
             f"draft_vocab_size {draft_vocab} exceeds vocab_size {vocab}: the draft vocabulary is a subset of the "
             "target's",
             location="config.json:draft_vocab_size",
+            key="config.json:draft_vocab_size",
             hint="vocab_size is the target's vocabulary; draft_vocab_size the drafter's own, smaller one",
         )
 
@@ -434,6 +436,7 @@ def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
         yield ARCH_UNRESOLVED.finding(
             f"{engine}=={version}: {why}",
             location="config.json:architectures",
+            key="config.json:architectures",
             severity=severity,
             hint="use an architecture the engine registers for EAGLE-3 drafts: LlamaForCausalLMEagle3 loads on both "
             "engines",

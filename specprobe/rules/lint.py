@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from packaging.version import InvalidVersion, Version
-
 from specprobe.compat.engine_facts import answer, source_url, vllm_speculative_config_path
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
+from specprobe.versions import engine_first, parse_version
 
 _VLLM_SPECULATIVE = source_url("vllm", "0.33.0", "vllm/config/speculative.py")
 _SGLANG_SERVER_ARGS = source_url("sglang", "0.5.23", "sglang/srt/server_args.py")
@@ -93,25 +92,20 @@ SNAPSHOT = rule(
 )
 
 
-def _parsed(version: str) -> Version | None:
-    try:
-        return Version(version)
-    except InvalidVersion:
-        return None
-
-
 def for_version(finding: Finding, engine: str, version: str) -> Finding:
-    """The finding with the engine source it cites pinned to ``version``, the release being checked."""
-    if _parsed(version) is None:
-        return finding
-    moved = {
-        _VLLM_SPECULATIVE: source_url("vllm", version, vllm_speculative_config_path(version)),
-        _SGLANG_SERVER_ARGS: source_url("sglang", version, "sglang/srt/server_args.py"),
-        _SGLANG_SPEC_INFO: source_url("sglang", version, "sglang/srt/speculative/spec_info.py"),
-    }
-    project = "sgl-project" if engine == "sglang" else "vllm-project"
-    evidence = [moved[url] if url in moved and project in url else url for url in finding.evidence]
-    return replace(finding, evidence=evidence)
+    """The finding with the engine source it cites pinned to ``version``, the release being checked,
+    and that engine's links first (the reporters show the first)."""
+    evidence = list(finding.evidence)
+    if parse_version(version) is not None:
+        moved = {
+            "vllm": {_VLLM_SPECULATIVE: source_url("vllm", version, vllm_speculative_config_path(version))},
+            "sglang": {
+                _SGLANG_SERVER_ARGS: source_url("sglang", version, "sglang/srt/server_args.py"),
+                _SGLANG_SPEC_INFO: source_url("sglang", version, "sglang/srt/speculative/spec_info.py"),
+            },
+        }.get(engine, {})
+        evidence = [moved.get(url, url) for url in evidence]
+    return replace(finding, evidence=engine_first(evidence, engine))
 
 
 def topk1_severity(version: str) -> Severity:

@@ -17,10 +17,11 @@ from typing import Any
 from packaging.version import Version
 
 from specprobe.context import CheckContext
-from specprobe.engines.facts import Answer, answer, parse_version
+from specprobe.engines.facts import Answer, answer
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import AttentionKind, ModelConfig, attention_traits
 from specprobe.rules import rule
+from specprobe.versions import parse_version
 
 _VLLM = "https://github.com/vllm-project/vllm/blob"
 _CPU_ATTN = "vllm/v1/attention/backends/cpu_attn.py"
@@ -43,12 +44,6 @@ CPU_HEAD_SIZE = rule(
     f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
     "docs/evidence/vllm-cpu-measured.md",
     "docs/real-engine/README.md#results",
-    why=(
-        "vLLM's CPU attention has kernels for a fixed list of head sizes; other sizes load, then kill the "
-        'engine at the first request (`Unsupported CPU attention configuration`), which the server reports '
-        'only as HTTP 500.'
-    ),
-    fix='Serve on an accelerator, or use a model whose head size is in the list.',
 )
 CPU_MLA_HEAD_SIZE = rule(
     "PLATFORM-CPU-MLA-HEAD-SIZE",
@@ -57,11 +52,6 @@ CPU_MLA_HEAD_SIZE = rule(
     "vLLM's CPU MLA backend has a decode kernel only for kv_lora_rank + qk_rope_head_dim = 576 (DeepSeek-V2/V3 "
     "sizes); other MLA targets cannot run on the CPU platform.",
     f"{_VLLM}/v0.32.0/{_CPU_MLA}#L61",
-    why=(
-        "The CPU MLA decode kernel is compiled for DeepSeek's latent size only (kv_lora_rank 512 + "
-        'qk_rope_head_dim 64).'
-    ),
-    fix='Serve on an accelerator, or use DeepSeek-sized MLA dimensions.',
 )
 CPU_MLA_UNSUPPORTED = rule(
     "PLATFORM-CPU-MLA",
@@ -70,8 +60,6 @@ CPU_MLA_UNSUPPORTED = rule(
     "vLLM before 0.28 has no MLA attention on its CPU platform: an MLA target (or MLA drafter) is refused "
     "at start with `MLA is not supported on CPU.`",
     f"{_VLLM}/v0.24.0/{_CPU_PLATFORM}#L84",
-    why='The CPU platform of these versions raises NotImplementedError for MLA attention when it selects a backend.',
-    fix='Use vLLM >= 0.28 or an accelerator.',
 )
 CPU_UNKNOWN = rule(
     "PLATFORM-CPU-UNVERIFIED",
@@ -80,7 +68,6 @@ CPU_UNKNOWN = rule(
     "No CPU-platform facts are known for this vLLM version (its snapshot does not list CPU attention head "
     "sizes and the version is outside the releases read); the CPU checks did not run.",
     f"{_VLLM}/v0.32.0/{_CPU_ATTN}#L69",
-    why='The head-size facts are read per release; a newer release may have changed them.',
 )
 
 

@@ -20,14 +20,6 @@ REMOTE_CODE = rule(
     "config.json asks for remote code (auto_map): loading it needs trust_remote_code and runs that code",
     "https://huggingface.co/docs/transformers/v4.57.0/en/custom_models#using-a-model-with-custom-code",
     "https://github.com/huggingface/transformers/blob/v4.57.0/src/transformers/dynamic_module_utils.py",
-    why=(
-        "auto_map makes transformers import Python files that ship with the model; serving it needs "
-        "trust_remote_code, which runs that code with the server's rights. specprobe never imports it."
-    ),
-    fix=(
-        "Use an EAGLE-3 draft architecture the engine ships and drop auto_map, or review the shipped code "
-        "before passing trust_remote_code."
-    ),
 )
 SYMLINK_ESCAPE = rule(
     "SAFETY-SYMLINK-ESCAPE",
@@ -35,11 +27,6 @@ SYMLINK_ESCAPE = rule(
     Severity.ERROR,
     "a file in the drafter folder is a symlink to a path outside it (not followed)",
     "https://huggingface.co/docs/huggingface_hub/v0.35.0/en/guides/manage-cache#understand-caching",
-    why=(
-        "A symlink out of the drafter folder makes loaders read a file that is not part of the published "
-        "drafter, possibly any file of the host."
-    ),
-    fix="Replace the symlink with the file itself.",
 )
 
 
@@ -71,12 +58,14 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
                 f"auto_map points at code shipped with the drafter ({', '.join(shipped)}); loading the drafter "
                 "with trust_remote_code would run it. specprobe did not import it",
                 location="config.json:auto_map",
+                key="config.json:auto_map",
                 hint="EAGLE-3 drafters need no custom code: drop auto_map and the .py files, or review the code",
             )
         else:
             yield REMOTE_CODE.finding(
                 f"auto_map names {', '.join(modules)}, which the drafter folder does not ship; nothing was imported",
                 location="config.json:auto_map",
+                key="config.json:auto_map",
                 severity=Severity.WARNING,
                 hint="EAGLE-3 drafters need no custom code: drop auto_map from config.json",
             )

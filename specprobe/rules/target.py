@@ -133,6 +133,7 @@ def _aux(ctx: CheckContext) -> Iterator[Finding]:
             f"aux layer ids {', '.join(int_text(i) for i in bad[:8])} do not exist in the {layers}-layer target "
             f"(valid: 0..{layers - 1})",
             location="config.json:eagle_aux_hidden_state_layer_ids",
+            key="config.json:eagle_aux_hidden_state_layer_ids",
             hint="the drafter was trained for another target, or the ids are off by one",
         )
 
@@ -152,6 +153,7 @@ def _tied_head(ctx: CheckContext) -> Iterator[Finding]:
             f"{engine}=={version}{head.judged_note}: tie_word_embeddings is true, so the draft head is embed_tokens "
             f"[{vocab}, hidden] while d2t maps {draft_vocab} draft-vocabulary logits: every draft token is wrong",
             location="config.json:tie_word_embeddings",
+            key="config.json:tie_word_embeddings",
             severity=Severity.ERROR if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.WARNING,
             hint="set tie_word_embeddings to false and ship lm_head.weight [draft_vocab_size, hidden_size]",
             evidence=(head.evidence,),
@@ -192,6 +194,7 @@ def _max_position(ctx: CheckContext, draft_mpe: int, target_mpe: int) -> Iterato
             f"{engine}=={version}{behaviour.judged_note}: draft max_position_embeddings {shown_draft} < target's "
             f"{shown_target}; {what}",
             location="config.json:max_position_embeddings",
+            key="config.json:max_position_embeddings",
             severity=Severity.WARNING if silent and (ctx.engine_explicit or len(ctx.engines) == 1) else Severity.INFO,
             hint=hint,
             evidence=(behaviour.evidence,),
@@ -243,6 +246,7 @@ def _cross_check(ctx: CheckContext) -> Iterator[Finding]:
             f"draft vocab_size {draft.vocab_size}, target vocab_size {target.vocab_size}"
             + ("" if larger else " (a padded target vocabulary is only a risk)"),
             location="config.json:vocab_size",
+            key="config.json:vocab_size",
             severity=Severity.ERROR if larger else Severity.WARNING,
             hint="vocab_size of the drafter is the target's vocabulary; draft_vocab_size is its own",
         )
@@ -254,6 +258,7 @@ def _cross_check(ctx: CheckContext) -> Iterator[Finding]:
             yield ROPE_MISMATCH.finding(
                 f"{key}: draft {draft.rope[key]!r}, target {target.rope[key]!r}",
                 location=f"config.json:{key}",
+                key=f"config.json:{key}",
                 hint="train and serve the drafter with the target's rope settings",
             )
     for engine, version in ctx.engines:

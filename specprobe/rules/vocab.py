@@ -32,15 +32,6 @@ D2T_MISSING = rule(
     "draft vocab < target vocab without d2t: vLLM zero-fills the map, draft id i becomes target id i",
     VLLM_EAGLE3_SRC,
     "https://github.com/verl-project/verl-SpeCo/pull/66",
-    why=(
-        "A drafter with a smaller vocabulary proposes draft ids that the engine maps to target ids through "
-        "d2t. Without d2t, vLLM zero-fills the map, so draft id i is taken as target id i: the drafter "
-        "proposes other tokens than it means, and the target rejects them."
-    ),
-    fix=(
-        "Save the d2t offsets the training produced beside the weights (SpecForge writes d2t and t2d), or "
-        "train with the target's full vocabulary (draft_vocab_size = vocab_size)."
-    ),
 )
 D2T_DTYPE = rule(
     "VOCAB-D2T-DTYPE",
@@ -48,8 +39,6 @@ D2T_DTYPE = rule(
     Severity.ERROR,
     "d2t must be an integer tensor (int64)",
     VLLM_EAGLE3_SRC,
-    why="The engines add d2t to an integer arange and use the sums as token ids; a floating-point d2t is not an index.",
-    fix="Store d2t as an int64 tensor of offsets.",
 )
 D2T_LENGTH = rule(
     "VOCAB-D2T-LENGTH",
@@ -57,11 +46,6 @@ D2T_LENGTH = rule(
     Severity.ERROR,
     "d2t must be 1-D of length draft_vocab_size",
     VLLM_EAGLE3_SRC,
-    why=(
-        "d2t holds one offset per draft token; any other shape does not line up with the engine's arange over"
-        " the draft vocabulary."
-    ),
-    fix="Give d2t the shape [draft_vocab_size] of the drafter's config.json.",
 )
 D2T_RANGE = rule(
     "VOCAB-D2T-RANGE",
@@ -70,15 +54,6 @@ D2T_RANGE = rule(
     "every i + d2t[i] must be a target token id in [0, target vocab)",
     VLLM_EAGLE3_SRC,
     SGLANG_EAGLE3_SRC,
-    why=(
-        "Draft id i is proposed as target id i + d2t[i] (vLLM: arange + d2t; SGLang: hot_token_id = d2t + "
-        "arange). An entry outside [0, target vocab) names a token the target does not have. The usual cause "
-        "is a d2t that holds absolute target ids instead of offsets."
-    ),
-    fix=(
-        "Store offsets: d2t[i] = target_id(i) - i, where target_id is the sorted list of target ids the "
-        "drafter was trained on (as SpecForge and EAGLE build it)."
-    ),
 )
 D2T_ORDER = rule(
     "VOCAB-D2T-ORDER",
@@ -86,12 +61,6 @@ D2T_ORDER = rule(
     Severity.ERROR,
     "i + d2t[i] must be strictly increasing (sorted, distinct target ids)",
     EAGLE_D2T,
-    why=(
-        "SpecForge and EAGLE build d2t from the sorted target ids the drafter covers, so i + d2t[i] is "
-        "strictly increasing. A repeated or out-of-order target id means two draft ids stand for one target "
-        "token, or the map is not the one built at training time."
-    ),
-    fix="Rebuild d2t from the sorted target ids the drafter was trained on: d2t[i] = target_id(i) - i.",
 )
 D2T_ZERO = rule(
     "VOCAB-D2T-ZERO",
@@ -99,14 +68,6 @@ D2T_ZERO = rule(
     Severity.ERROR,
     "d2t is all zeros with a reduced vocabulary: draft id i becomes target id i, as with no d2t",
     EAGLE_D2T,
-    why=(
-        "An all-zero d2t maps draft id i to target id i, exactly as a missing d2t does; with a reduced "
-        "vocabulary the drafter proposes other tokens than it means."
-    ),
-    fix=(
-        "Save the d2t offsets the training produced beside the weights (SpecForge writes d2t and t2d), or "
-        "train with the target's full vocabulary (draft_vocab_size = vocab_size)."
-    ),
 )
 D2T_UNREADABLE = rule(
     "VOCAB-D2T-UNREADABLE",
@@ -114,8 +75,6 @@ D2T_UNREADABLE = rule(
     Severity.ERROR,
     "d2t/t2d data could not be read",
     VLLM_EAGLE3_SRC,
-    why="The d2t/t2d bytes could not be read, so the mapping the engine will use cannot be verified.",
-    fix="Re-save the checkpoint with safetensors so that the header and data of d2t and t2d are intact.",
 )
 T2D_DTYPE = rule(
     "VOCAB-T2D-DTYPE",
@@ -123,8 +82,6 @@ T2D_DTYPE = rule(
     Severity.ERROR,
     "t2d must be a boolean mask over the target vocabulary",
     EAGLE_D2T,
-    why="t2d is a mask over the target vocabulary that marks the target ids the drafter covers.",
-    fix="Store t2d as a bool tensor of length vocab_size (the target's).",
 )
 T2D_LENGTH = rule(
     "VOCAB-T2D-LENGTH",
@@ -132,8 +89,6 @@ T2D_LENGTH = rule(
     Severity.ERROR,
     "t2d must be 1-D of length target vocab",
     EAGLE_D2T,
-    why="t2d has one entry per target token.",
-    fix="Give t2d the shape [vocab_size] of the target.",
 )
 T2D_COUNT = rule(
     "VOCAB-T2D-COUNT",
@@ -141,8 +96,6 @@ T2D_COUNT = rule(
     Severity.ERROR,
     "t2d must mark exactly draft_vocab_size ids",
     EAGLE_D2T,
-    why="t2d marks the target ids the drafter covers: exactly one per draft token.",
-    fix="Rebuild t2d from d2t: true at i + d2t[i] for every draft id i, false elsewhere.",
 )
 T2D_MISMATCH = rule(
     "VOCAB-T2D-MISMATCH",
@@ -150,11 +103,6 @@ T2D_MISMATCH = rule(
     Severity.ERROR,
     "t2d must be true exactly at the target ids d2t maps to",
     EAGLE_D2T,
-    why=(
-        "d2t and t2d are two views of one mapping; when they disagree, one of them comes from another "
-        "training run or was edited."
-    ),
-    fix="Rebuild t2d from d2t (true at i + d2t[i] for every draft id i), or save both from the same training run.",
 )
 
 

@@ -21,9 +21,20 @@ def _accepts_null(schema: dict[str, Any]) -> bool:
     return any(_accepts_null(member) for member in schema.get("anyOf", []))
 
 
+def _enum_names(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each Python enum's member names (``x-enum-names``, what the engine's argument
+    parser accepts) also stated as a standard ``enum``, so that a validator enforces them."""
+    copied = dict(schema)
+    if "x-enum-names" in copied and "enum" not in copied:
+        copied["enum"] = list(copied["x-enum-names"])
+    if isinstance(copied.get("anyOf"), list):
+        copied["anyOf"] = [_enum_names(member) if isinstance(member, dict) else member for member in copied["anyOf"]]
+    return copied
+
+
 def property_schema(spec: ParameterSpec) -> dict[str, Any]:
     """One parameter's JSON Schema with its bounds, description and default folded in."""
-    schema: dict[str, Any] = dict(spec.type)
+    schema: dict[str, Any] = _enum_names(spec.type)
     for bound, keyword in _BOUND_KEYWORDS.items():
         if bound in spec.constraints:
             # Numeric keywords ignore non-numbers, so a bound on ``int | None`` still lets null through.

@@ -11,8 +11,6 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from specprobe import __version__
 from specprobe.engines import PROBES
 from specprobe.engines._probe import DEFAULT_TIMEOUT_S, Interpreter, find_interpreter, run_probe
@@ -20,6 +18,7 @@ from specprobe.findings import SpecprobeError
 from specprobe.schema import cache, store
 from specprobe.schema.model import EngineSchema
 from specprobe.schema.replies import FROM_REPLY
+from specprobe.versions import same_version
 
 
 @dataclass(frozen=True)
@@ -31,11 +30,6 @@ class Resolution:
     cached: bool = False
 
 
-def _same_version(left: str, right: str) -> bool:
-    try:
-        return Version(left) == Version(right)
-    except InvalidVersion:
-        return left == right
 
 
 def check_engine(engine: str) -> None:
@@ -98,6 +92,6 @@ def resolve_schema(
         )
         return Resolution(schema, note)
     schema, cached = extract_live(engine, interpreter, timeout_s=timeout_s, use_cache=use_cache)
-    if version is not None and not _same_version(schema.version, version):
+    if version is not None and not same_version(schema.version, version):
         raise SpecprobeError(f"{interpreter.path} has {engine} {schema.version}, not {version}")
     return Resolution(schema, None, cached)

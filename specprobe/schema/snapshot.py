@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from specprobe import __version__
 from specprobe.engines._probe import Interpreter, check_interpreter
@@ -28,6 +28,7 @@ from specprobe.schema import store
 from specprobe.schema.live import extract_live
 from specprobe.schema.model import EngineSchema
 from specprobe.schema.replies import FROM_REPLY
+from specprobe.versions import parse_version
 
 # Provenance keys that describe the machine that made the snapshot, not the release.
 _LOCAL_KEYS = ("interpreter", "interpreter_selected_by", "import_seconds", "probe_seconds")
@@ -118,10 +119,7 @@ def _references(value: Any) -> list[str]:
 
 
 def _sort_key(version: str) -> Version:
-    try:
-        return Version(version)
-    except InvalidVersion:
-        return Version("0")
+    return parse_version(version) or Version("0")
 
 
 def _kept_schemas(folder: Path, built: set[str]) -> dict[str, EngineSchema]:

@@ -13,10 +13,11 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from specprobe.findings import SpecprobeError
 from specprobe.schema.model import ENGINES, EngineSchema
+from specprobe.versions import parse_version
 
 
 def _engine_dir(engine: str) -> Traversable:
@@ -29,10 +30,8 @@ def snapshot_dir(engine: str) -> Path:
 
 
 def _sort_key(version: str) -> tuple[int, Version | str]:
-    try:
-        return (1, Version(version))
-    except InvalidVersion:
-        return (0, version)
+    parsed = parse_version(version)
+    return (1, parsed) if parsed is not None else (0, version)
 
 
 SHARED_FILE = "_shared.json"
@@ -95,9 +94,8 @@ def _match(engine: str, version: str) -> str | None:
     versions = _listing(engine)
     if version in versions:
         return version
-    try:
-        wanted = Version(version)
-    except InvalidVersion:
+    wanted = parse_version(version)
+    if wanted is None:
         return None
     for candidate in versions:
         if _sort_key(candidate) == (1, wanted):
@@ -147,9 +145,8 @@ def schema_from_json(text: str) -> EngineSchema:
 def nearest_version(engine: str, version: str) -> str | None:
     """The newest shipped version not newer than ``version`` (a release between two snapshots is
     closest in behaviour to the older one), or None when every snapshot is newer or ``version`` is not PEP 440."""
-    try:
-        wanted = Version(version)
-    except InvalidVersion:
+    wanted = parse_version(version)
+    if wanted is None:
         return None
     older = [known for known in _listing(engine) if _sort_key(known)[0] == 1 and Version(known) <= wanted]
     return older[-1] if older else None

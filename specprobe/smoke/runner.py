@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 import statistics
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from specprobe.findings import Finding, Report, SpecprobeError
+from specprobe.findings import Finding, Measurement, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
 
 Progress = Any
@@ -73,17 +74,23 @@ def _progress_bar(total: int, enabled: bool, description: str) -> Any:
     return tqdm(total=total, desc=description, unit="tok", disable=not enabled, file=sys.stderr, leave=False)
 
 
-def measurement_findings(extra: dict[str, Any], *, min_acceptance_length: float | None, label: str) -> list[Finding]:
-    """SMOKE-MEASURED, and the error findings a measured run can raise."""
+def measurement_findings(
+    measured: Measurement | Mapping[str, Any], *, min_acceptance_length: float | None, label: str
+) -> list[Finding]:
+    """SMOKE-MEASURED, and the error findings a measured run can raise (a mapping is read as the
+    figures of ``Measurement.from_figures``)."""
+    if not isinstance(measured, Measurement):
+        measured = Measurement.from_figures(dict(measured))
     findings: list[Finding] = []
-    length = extra.get("mean_acceptance_length")
-    rate = extra.get("acceptance_rate")
-    speedup = extra.get("speedup")
-    if isinstance(speedup, float) and speedup > 1.0 and extra.get("accepted_tokens") == 0:
+    length = measured.mean_acceptance_length
+    rate = measured.acceptance_rate
+    speedup = measured.speedup
+    details = measured.details
+    if isinstance(speedup, float) and speedup > 1.0 and measured.accepted_tokens == 0:
         # Nothing was accepted, so speculation did strictly more work than target-only decoding: a
         # ratio above 1 comes from the machine (contention, frequency scaling), not from the drafter.
-        extra["speedup"] = None
-        extra["timing_noise_speedup"] = speedup
+        measured.speedup = None
+        details["timing_noise_speedup"] = speedup
         findings.append(
             smoke_rules.TIMING_NOISE.finding(
                 f"measured {speedup:.2f}x over target-only greedy with no draft token accepted: timing noise, "
@@ -95,12 +102,12 @@ def measurement_findings(extra: dict[str, Any], *, min_acceptance_length: float 
     summary = (
         f"{label}: mean acceptance length {length if length is not None else 'n/a'}"
         f", acceptance rate {rate if rate is not None else 'n/a'}"
-        f" at K={extra.get('num_speculative_tokens')}"
+        f" at K={measured.num_speculative_tokens}"
         + (f", speed-up {speedup:.2f}x over target-only greedy" if isinstance(speedup, float) else "")
-        + (f", lossless {extra['lossless']}" if "lossless" in extra else "")
+        + (f", lossless {measured.lossless}" if measured.lossless is not None else "")
     )
     findings.append(smoke_rules.MEASURED.finding(summary))
-    for tie in extra.get("near_tie_divergences") or []:
+    for tie in details.get("near_tie_divergences") or []:
         findings.append(
             smoke_rules.NEAR_TIE.finding(
                 f"prompt {tie['prompt']}: speculative output leaves the target-only greedy output at new token "
@@ -108,8 +115,8 @@ def measurement_findings(extra: dict[str, Any], *, min_acceptance_length: float 
                 f"(rounding tolerance {tie['tolerance']:.3g}): a near-tie, not a verification error",
             )
         )
-    if extra.get("lossless") is False:
-        confident = extra.get("confident_divergences") or []
+    if measured.lossless is False:
+        confident = details.get("confident_divergences") or []
         where = "; ".join(
             f"prompt {d['prompt']} at new token {d['position']} "
             f"(margin {d['margin']:.3g} > tolerance {d['tolerance']:.3g})"
@@ -117,7 +124,7 @@ def measurement_findings(extra: dict[str, Any], *, min_acceptance_length: float 
         )
         findings.append(
             smoke_rules.NOT_LOSSLESS.finding(
-                f"{extra.get('lossless_prompts')} prompts match the target's greedy output token for token; "
+                f"{details.get('lossless_prompts')} prompts match the target's greedy output token for token; "
                 f"diverged at a confident position: {where}",
                 hint="greedy verification must emit only tokens the target chooses; check d2t and the verify step",
             )
@@ -151,21 +158,24 @@ def run_reference(options: SmokeOptions) -> Report:
                 f"measured despite {check.summary.errors} error finding(s) from the static check"
             )
         )
-    report.extra.update(measure_reference(options, report))
-    if "mean_acceptance_length" in report.extra:
+    figures = measure_reference(options, report)
+    if not figures:
+        return report
+    measured = report.measurement = Measurement.from_figures(figures)
+    if measured.measured:
         report.extend(
             measurement_findings(
-                report.extra, min_acceptance_length=options.min_acceptance_length, label="reference backend"
+                measured, min_acceptance_length=options.min_acceptance_length, label="reference backend"
             )
         )
-    if options.plot is not None and report.extra.get("per_position"):
+    if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
         from specprobe.smoke.plot import plot_per_position
 
         plot_per_position(
             options.plot,
-            report.extra["per_position"],
+            measured.per_position,
             title=f"{Path(options.draft).name} on {Path(options.target).name}: K={options.num_speculative_tokens}, "
-            f"mean acceptance length {report.extra['mean_acceptance_length']:.2f}",
+            f"mean acceptance length {measured.mean_acceptance_length:.2f}",
         )
         report.extra["plot"] = str(options.plot)
     return report

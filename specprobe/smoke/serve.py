@@ -28,7 +28,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from specprobe.findings import Finding, Report, SpecprobeError
+from specprobe.findings import Finding, Measurement, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
 from specprobe.smoke.launch import LaunchCommand, local_folder, parse_launch
 
@@ -466,24 +466,24 @@ def run_serve(options: ServeOptions) -> Report:
         timings["measure_seconds"] = round(time.perf_counter() - measure_start, 1)
     report.subject["engine"] = served.subject.get("engine") or engine_label
     report.extend(served.findings)
+    completions = served.extra.pop("completions", None)
     report.extra.update(served.extra)
-    completions = report.extra.pop("completions", None)
-    report.extra.setdefault("lossless", None)
+    measured = report.measurement = served.measurement or Measurement()
     if options.reference and target is not None and draft is not None and launch.method in ("eagle3", "EAGLE3"):
         reference_start = time.perf_counter()
         compare_with_reference(report, options, target, draft, launch, k, completions)
         timings["reference_seconds"] = round(time.perf_counter() - reference_start, 1)
     report.extra.update(timings)
-    if options.plot is not None and report.extra.get("per_position"):
+    if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
         from specprobe.smoke.plot import plot_per_position
 
-        reference = report.extra.get("reference_per_position")
+        reference = measured.details.get("reference_per_position")
         plot_per_position(
             options.plot,
-            report.extra["per_position"],
+            measured.per_position,
             title=f"{report.subject['engine']}: {Path(str(launch.model)).name}, {launch.method}, "
-            f"mean acceptance length {report.extra['mean_acceptance_length']:.2f}",
-            reference=reference if reference and len(reference) == len(report.extra["per_position"]) else None,
+            f"mean acceptance length {measured.mean_acceptance_length:.2f}",
+            reference=reference if reference and len(reference) == len(measured.per_position) else None,
             label="engine",
         )
         report.extra["plot"] = str(options.plot)
@@ -522,9 +522,10 @@ def compare_with_reference(  # noqa: PLR0917 - one call site, every value is nee
     report.extend(reference_report.findings)
     if "mean_acceptance_length" not in reference:
         return
-    engine_length = report.extra.get("mean_acceptance_length")
+    measured = report.measurement = report.measurement or Measurement()
+    engine_length = measured.mean_acceptance_length
     reference_length = float(reference["mean_acceptance_length"])
-    report.extra.update(
+    measured.details.update(
         {
             "reference_mean_acceptance_length": reference_length,
             "reference_acceptance_rate": reference.get("acceptance_rate"),
@@ -534,11 +535,11 @@ def compare_with_reference(  # noqa: PLR0917 - one call site, every value is nee
             "reference_dtype": reference.get("dtype"),
         }
     )
-    finding = engine_gap_finding(engine_length, reference_length, report.extra.get("per_position"), reference, k)
+    finding = engine_gap_finding(engine_length, reference_length, measured.per_position, reference, k)
     if isinstance(output, dict):
-        report.extra["engine_output"] = output
+        measured.details["engine_output"] = output
         finding = output_gap_finding(finding, output, reference)
-    report.extra["engine_gap"] = finding.message
+    measured.details["engine_gap"] = finding.message
     report.findings.insert(0, finding)
 
 

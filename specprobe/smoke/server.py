@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specprobe.findings import Report, SpecprobeError
+from specprobe.findings import Finding, Measurement, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
 from specprobe.smoke.prompts import Prompt, load_prompts
 from specprobe.smoke.stats import AcceptanceStats, acceptance_extra, finite, mean_ci95, tokens_per_second
@@ -309,39 +309,40 @@ def run_server(options: ServerOptions) -> Report:
         }
     )
     if options.keep_outputs:
-        extra["completions"] = completions
-    report.extra.update(extra)
-    if "mean_acceptance_length" in extra:
-        report.extend(measurement_findings_for_server(report.extra, options.min_acceptance_length, engine or "server"))
+        # The engine's own outputs, for the reference to compare with: not a figure, not reported.
+        report.extra["completions"] = completions
+    measured = report.measurement = Measurement.from_figures(extra)
+    if measured.measured:
+        report.extend(measurement_findings_for_server(measured, options.min_acceptance_length, engine or "server"))
     if options.compare_reference:
-        _compare_reference(options, report)
-    if options.plot is not None and report.extra.get("per_position"):
+        _compare_reference(options, report, measured)
+    if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
         from specprobe.smoke.plot import plot_per_position
 
-        reference = report.extra.get("reference", {}).get("per_position")
+        reference = measured.details.get("reference", {}).get("per_position")
         plot_per_position(
             options.plot,
-            report.extra["per_position"],
-            title=f"{engine or 'server'}: {model}, mean acceptance length {report.extra['mean_acceptance_length']:.2f}",
-            reference=reference if reference and len(reference) == len(report.extra["per_position"]) else None,
+            measured.per_position,
+            title=f"{engine or 'server'}: {model}, mean acceptance length {measured.mean_acceptance_length:.2f}",
+            reference=reference if reference and len(reference) == len(measured.per_position) else None,
         )
         report.extra["plot"] = str(options.plot)
     return report
 
 
-def measurement_findings_for_server(extra: dict[str, Any], min_length: float | None, label: str) -> list[Any]:
+def measurement_findings_for_server(measured: Measurement, min_length: float | None, label: str) -> list[Finding]:
     from specprobe.smoke.runner import measurement_findings
 
-    return measurement_findings(extra, min_acceptance_length=min_length, label=label)
+    return measurement_findings(measured, min_acceptance_length=min_length, label=label)
 
 
-def _compare_reference(options: ServerOptions, report: Report) -> None:
+def _compare_reference(options: ServerOptions, report: Report, measured: Measurement) -> None:
     """Run the reference backend on the same prompts and K; a large shortfall is SMOKE-ENGINE-GAP."""
     from specprobe.smoke.runner import SmokeOptions, run_reference
 
     if options.target is None or options.draft is None:
         raise SpecprobeError("--compare-reference needs --target and --draft")
-    k = int(report.extra.get("num_speculative_tokens") or options.num_speculative_tokens)
+    k = int(measured.num_speculative_tokens or options.num_speculative_tokens)
     reference = run_reference(
         SmokeOptions(
             target=options.target,
@@ -356,10 +357,16 @@ def _compare_reference(options: ServerOptions, report: Report) -> None:
         )
     )
     report.extend(f for f in reference.findings if f.rule != smoke_rules.MEASURED.id)
-    keys = ("mean_acceptance_length", "acceptance_rate", "per_position", "ci95", "lossless")
-    report.extra["reference"] = {key: reference.extra.get(key) for key in keys}
-    engine_length = report.extra.get("mean_acceptance_length")
-    reference_length = reference.extra.get("mean_acceptance_length")
+    figures = reference.measurement or Measurement()
+    measured.details["reference"] = {
+        "mean_acceptance_length": figures.mean_acceptance_length,
+        "acceptance_rate": figures.acceptance_rate,
+        "per_position": figures.per_position if reference.measurement else None,
+        "ci95": figures.ci95 if reference.measurement else None,
+        "lossless": figures.lossless,
+    }
+    engine_length = measured.mean_acceptance_length
+    reference_length = figures.mean_acceptance_length
     if not isinstance(reference_length, float):
         return
     if engine_length is None or (engine_length - 1.0) < ENGINE_GAP_RATIO * (reference_length - 1.0):

@@ -73,7 +73,7 @@ def test_render_read_apply_round_trip(tmp_path: Path, monkeypatch) -> None:
     report.extend([lint_finding(40), lint_finding(41, "a new problem")])
     result = apply_baseline(report, baseline)
     assert [f.message for f in result.findings] == ["a new problem"]
-    assert result.extra["suppressed"] == {"baseline": 1}
+    assert result.suppressed == {"baseline": 1}
     # The file is sorted, readable JSON: a reviewer sees which findings were accepted.
     data = json.loads(path.read_text(encoding="utf-8"))
     assert [e["deployment"] for e in data["findings"]] == sorted(e["deployment"] for e in data["findings"])

@@ -93,7 +93,7 @@ def test_apply_drops_counts_and_regrades() -> None:
         ("LINT-SPEC-TOKENS", Severity.INFO, None),
         ("VOCAB-D2T-RANGE", Severity.ERROR, "k8s/Deployment/new/container/vllm"),
     ]
-    assert result.extra["suppressed"] == {"config": 2}
+    assert result.suppressed == {"config": 2}
     # The input report is left as it was.
     assert len(original.findings) == 5 and original.findings[1].severity is Severity.WARNING
 

@@ -50,7 +50,7 @@ def test_every_form_has_a_good_and_a_bad_example():
 def test_good_example_passes(copied, name):
     report = gate_paths([str(copied / "good" / name)])
     assert report.ok, [(f.rule, f.message) for f in report.findings if f.severity == "error"]
-    assert report.extra["deployments"], "every example runs at least one engine"
+    assert report.sections, "every example runs at least one engine"
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -3,7 +3,7 @@ a rule's wording in the real catalogue does."""
 
 from __future__ import annotations
 
-from specprobe.findings import Finding, Report, Severity
+from specprobe.findings import Finding, Report, Section, Severity
 from specprobe.rules import Rule
 
 RULES: dict[str, Rule] = {
@@ -59,7 +59,7 @@ def deployments_report() -> Report:
         command="gate",
         subject={"paths": "deploy/k8s.yaml, deploy/compose.yaml"},
         specprobe_version="0.1.0",
-        extra={"deployments": [K8S, COMPOSE, "k8s/Deployment/quiet/container/vllm"]},
+        sections=[Section(name) for name in (K8S, COMPOSE, "k8s/Deployment/quiet/container/vllm")],
     )
     report.extend(
         [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specprobe.findings import Report
+from specprobe.findings import Report, Section
 from specprobe.reporters.markdown import MarkdownReporter, cell
 
 from .samples import COMPOSE, K8S, RULES, deployments_report
@@ -29,7 +29,7 @@ def test_table_cells_cannot_break_the_table_or_inject_html() -> None:
 
 
 def test_suppressed_findings_are_counted() -> None:
-    report = Report(command="check", extra={"suppressed": {"config": 2, "baseline": 1}})
+    report = Report(command="check", suppressed={"config": 2, "baseline": 1})
     text = MarkdownReporter(rules=RULES).render(report)
     assert "3 suppressed (baseline 1, config 2)" in text
     assert "No findings." in text
@@ -42,7 +42,7 @@ def test_same_deployment_name_in_two_files_gets_two_sections(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     report = Report(
         command="gate",
-        extra={"deployments": [{"name": "compose/service/vllm", "file": f} for f in ("bad/c.yaml", "good/c.yaml")]},
+        sections=[Section("compose/service/vllm", file=f) for f in ("bad/c.yaml", "good/c.yaml")],
     )
     report.add(
         Finding(

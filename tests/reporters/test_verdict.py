@@ -12,7 +12,7 @@ import pytest
 import typer
 
 from specprobe.cli._common import emit
-from specprobe.findings import Finding, Report, Severity
+from specprobe.findings import Finding, Report, Section, Severity
 from specprobe.reporters import REPORTERS
 
 SEVERITIES = {
@@ -30,7 +30,7 @@ RULE = {Severity.INFO: "LAYOUT-FORMAT", Severity.WARNING: "TARGET-MAX-POSITION",
 
 
 def _report(case: str) -> Report:
-    report = Report(command="gate", extra={"deployments": [{"name": "k8s/Deployment/a", "file": "a.yaml"}]})
+    report = Report(command="gate", sections=[Section("k8s/Deployment/a", file="a.yaml")])
     for severity in SEVERITIES[case]:
         report.add(Finding(RULE[severity], severity, f"{severity.value} finding", file="a.yaml", line=3,
                            deployment="k8s/Deployment/a"))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from specprobe.findings import Measurement
 from specprobe.smoke.runner import measurement_findings
 
 torch = pytest.importorskip("torch")
@@ -57,13 +58,15 @@ def test_divergence_at_a_near_tie_is_info_and_at_a_confident_position_an_error(d
 
     only_tie = {"num_speculative_tokens": 3, "mean_acceptance_length": 2.0, "lossless": True,
                 "near_tie_divergences": [entry(tie, "en-summary")], "confident_divergences": []}  # fmt: skip
-    rules = {f.rule: f for f in measurement_findings(only_tie, min_acceptance_length=None, label="reference")}
+    rules = {f.rule: f for f in measurement_findings(
+        Measurement.from_figures(only_tie), min_acceptance_length=None, label="reference")}  # fmt: skip
     assert "SMOKE-NOT-LOSSLESS" not in rules
     tie_message = rules["SMOKE-NEAR-TIE"].message
     assert f"new token {position}" in tie_message and "en-summary" in tie_message
     broken = {**only_tie, "lossless": False, "lossless_prompts": "23/24"}
     broken["confident_divergences"] = [entry(confident, "p")]
-    rules = {f.rule: f for f in measurement_findings(broken, min_acceptance_length=None, label="reference")}
+    rules = {f.rule: f for f in measurement_findings(
+        Measurement.from_figures(broken), min_acceptance_length=None, label="reference")}  # fmt: skip
     assert rules["SMOKE-NOT-LOSSLESS"].severity.value == "error"
     assert f"new token {position + 2}" in rules["SMOKE-NOT-LOSSLESS"].message
 
@@ -79,8 +82,11 @@ def test_tolerance_follows_dtype_and_magnitude() -> None:
 
 
 def test_a_speedup_without_accepted_tokens_is_timing_noise() -> None:
-    extra = {"num_speculative_tokens": 3, "mean_acceptance_length": 1.0, "accepted_tokens": 0, "speedup": 4.58}
-    rules = {f.rule: f for f in measurement_findings(extra, min_acceptance_length=None, label="reference")}
+    measured = Measurement(num_speculative_tokens=3, mean_acceptance_length=1.0, accepted_tokens=0, speedup=4.58)
+    rules = {f.rule: f for f in measurement_findings(measured, min_acceptance_length=None, label="reference")}
     assert "SMOKE-TIMING-NOISE" in rules and "4.58x" in rules["SMOKE-TIMING-NOISE"].message
-    assert extra["speedup"] is None and extra["timing_noise_speedup"] == 4.58
+    assert measured.speedup is None and measured.details["timing_noise_speedup"] == 4.58
+    # The JSON keeps the documented keys: a null speedup and the ratio that was noise.
+    written = measured.to_json_dict()
+    assert written["speedup"] is None and written["timing_noise_speedup"] == 4.58
     assert "speed-up" not in rules["SMOKE-MEASURED"].message
