@@ -5,12 +5,12 @@ repaired from its own t2d and reaches the trained drafter's acceptance (slow).""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from specprobe.checkpoint.builder import DraftSpec
+from specprobe.findings import Measurement
 from specprobe.fix.run import FixOptions, run_fix
 from tests.fix.builders import d2t_absolute, d2t_shuffled, make_draft, make_target, model_prefix
 
@@ -64,32 +64,32 @@ def test_static_demo_broken_drafter_names_the_missing_information(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_trained_demo_broken_drafter_reaches_the_trained_acceptance(tmp_path: Path) -> None:
-    """specprobe demo trains draft/ and draft-broken/ (shuffled d2t, t2d intact); fix rebuilds d2t from t2d
-    and the reference smoke run of the copy equals the trained drafter's, token for token."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from specprobe.demo import DEMO_K, train_demo
+def test_trained_demo_broken_drafter_reaches_the_trained_acceptance(
+    tmp_path: Path, demo_models: dict[str, Path]
+) -> None:
+    """The demo's trained draft/ and draft-broken/ (shuffled d2t, t2d intact; the session's demo_models):
+    fix rebuilds d2t from t2d and the reference smoke run of the copy equals the trained drafter's, token
+    for token."""
+    from specprobe.demo import DEMO_K
     from specprobe.smoke.runner import SmokeOptions, run_reference
 
-    # SPECPROBE_TEST_MODELS: a folder the demo models were already trained into (as tests/smoke uses it).
-    given = os.environ.get("SPECPROBE_TEST_MODELS")
-    root = Path(given) if given and (Path(given) / "draft-broken").is_dir() else tmp_path / "demo"
-    if root == tmp_path / "demo":
-        train_demo(root)
-    report = run_fix(FixOptions(draft=root / "draft-broken", target=str(root / "target"), engine="vllm==0.33.0",
+    target = demo_models["target"]
+    report = run_fix(FixOptions(draft=demo_models["draft-broken"], target=str(target), engine="vllm==0.33.0",
                                 out=tmp_path / "fixed"))
     assert report.ok, [f.message for f in report.findings if f.severity == "error"]
     assert report.extra["proof"]["logits"]["identical"] is True
 
-    def smoke(draft: Path, force: bool = False) -> dict:
-        result = run_reference(SmokeOptions(target=str(root / "target"), draft=draft, num_speculative_tokens=DEMO_K,
+    def smoke(draft: Path, force: bool = False) -> Measurement:
+        result = run_reference(SmokeOptions(target=str(target), draft=draft, num_speculative_tokens=DEMO_K,
                                             max_prompts=8, max_new_tokens=32, force=force, progress=False))
-        return result.extra
+        assert result.measurement is not None and result.measurement.mean_acceptance_length is not None
+        return result.measurement
 
-    trained, broken, fixed = smoke(root / "draft"), smoke(root / "draft-broken", True), smoke(tmp_path / "fixed")
-    print(f"mean acceptance length: trained {trained['mean_acceptance_length']:.3f}, broken "
-          f"{broken['mean_acceptance_length']:.3f}, fixed {fixed['mean_acceptance_length']:.3f}")
-    assert fixed["mean_acceptance_length"] == trained["mean_acceptance_length"]
-    assert fixed["acceptance_rate"] == trained["acceptance_rate"]
-    assert broken["mean_acceptance_length"] < trained["mean_acceptance_length"]
+    trained = smoke(demo_models["draft"])
+    broken = smoke(demo_models["draft-broken"], True)
+    fixed = smoke(tmp_path / "fixed")
+    print(f"mean acceptance length: trained {trained.mean_acceptance_length:.3f}, broken "
+          f"{broken.mean_acceptance_length:.3f}, fixed {fixed.mean_acceptance_length:.3f}")
+    assert fixed.mean_acceptance_length == trained.mean_acceptance_length
+    assert fixed.acceptance_rate == trained.acceptance_rate
+    assert broken.mean_acceptance_length < trained.mean_acceptance_length  # type: ignore[operator]

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from specprobe.gate import gate_paths
-from specprobe.lint import lint_command
+from specprobe.pipeline import lint_command
 
 CONFIG = """\
 # vllm serve --config serve.yaml
