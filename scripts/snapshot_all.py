@@ -174,11 +174,10 @@ def uv_env() -> dict[str, str]:
 
 
 def folder_bytes(path: Path) -> int:
-    completed = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True, check=False)
-    try:
-        return int(completed.stdout.split()[0])
-    except (IndexError, ValueError):
-        return 0
+    """Bytes under ``path`` as ``du`` counts them (one measure with ``specprobe engines``)."""
+    from specprobe.engines.provision import folder_bytes as measured
+
+    return measured(path)
 
 
 def free_bytes() -> int:

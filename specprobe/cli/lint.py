@@ -72,7 +72,8 @@ def _lint(
     if not dry_run:
         report = lint_command(argv, engine=engine, strict=strict, device=device)
     else:
-        from specprobe.dryrun import findings, release_of, run_dry_run
+        from specprobe.dryrun import findings, run_dry_run
+        from specprobe.engines._probe import release_of
 
         result = run_dry_run(argv, python=python, device=device, timeout_s=timeout)
         # The interpreter's own version is the one to lint against, and a CPU build serves on CPU only.

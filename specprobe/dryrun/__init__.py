@@ -9,18 +9,16 @@ are read; what the engine raises becomes a finding that quotes it.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.argv import ServeCommand, detect_engine, parse_command
-from specprobe.engines._probe import find_interpreter, run_probe
+from specprobe.engines._probe import find_interpreter, release_of, run_probe, shorten
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.rules import dryrun as rules
-from specprobe.versions import parse_version
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
 PROBE_SCRIPTS = {"vllm": "vllm_dry_run.py", "sglang": "sglang_dry_run.py"}
@@ -32,9 +30,6 @@ _SOURCE_ROOTS = {
     "vllm": "https://github.com/vllm-project/vllm/blob/v{version}/{file}#L{line}",
     "sglang": "https://github.com/sgl-project/sglang/blob/v{version}/python/{file}#L{line}",
 }
-_MESSAGE_LIMIT = 800
-# A quoted list of 12 or more names (vLLM lists its whole model registry when it refuses an architecture).
-_LONG_LIST = re.compile(r"(dict_keys\()?\[(?:'[^']*', ){11,}'[^']*'\]\)?")
 
 
 @dataclass(frozen=True)
@@ -71,21 +66,6 @@ class DryRunResult:
             "interpreter": self.interpreter,
             "seconds": round(self.seconds, 2),
         }
-
-
-def shorten(message: str) -> str:
-    """The engine's message, with registry-sized name lists folded and the length bounded."""
-    folded = _LONG_LIST.sub(lambda match: f"[{match.group(0).count(', ') + 1} names]", message)
-    folded = " ".join(folded.split())
-    if len(folded) > _MESSAGE_LIMIT:
-        folded = folded[: _MESSAGE_LIMIT - 1] + "…"
-    return folded
-
-
-def release_of(version: str | None) -> str | None:
-    """``0.32.0+cpu`` -> ``0.32.0``: the tag the source link is pinned to."""
-    parsed = parse_version(version)
-    return parsed.base_version if parsed is not None else None
 
 
 def _json_object(raw: str | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,6 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.findings import SpecprobeError
+from specprobe.versions import parse_version
+
+# A quoted list of 12 or more names (vLLM lists its whole model registry when it refuses an architecture).
+_LONG_LIST = re.compile(r"(dict_keys\()?\[(?:'[^']*', ){11,}'[^']*'\]\)?")
+
+
+def shorten(message: str, limit: int = 800) -> str:
+    """An engine's message quoted in a finding: registry-sized name lists folded, length bounded."""
+    folded = _LONG_LIST.sub(lambda match: f"[{match.group(0).count(', ') + 1} names]", str(message))
+    folded = " ".join(folded.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
+
+
+def release_of(version: str | None) -> str | None:
+    """``0.32.0+cpu`` -> ``0.32.0``: the release tag an engine source link is pinned to."""
+    parsed = parse_version(version) if version else None
+    return parsed.base_version if parsed is not None else None
 
 PROBES_DIR = Path(__file__).resolve().parent / "probes"
 DEFAULT_TIMEOUT_S = 300.0

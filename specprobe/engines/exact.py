@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,8 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from specprobe.checkpoint.folder import Checkpoint
-from specprobe.engines._probe import PROBES_DIR, Interpreter, release_interpreters, run_probe
+from specprobe.engines._probe import PROBES_DIR, Interpreter, release_interpreters, release_of, run_probe
+from specprobe.engines._probe import shorten as shorten_message
 from specprobe.findings import SpecprobeError
 
 PROBE = PROBES_DIR / "vllm_exact.py"
@@ -39,7 +39,6 @@ OFFLINE_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "1",
 }
 _MESSAGE_LIMIT = 600
-_LONG_LIST = re.compile(r"(dict_keys\()?\[(?:'[^']*', ){11,}'[^']*'\]\)?")
 
 
 @dataclass(frozen=True)
@@ -180,17 +179,8 @@ def run_cases(
 
 
 def shorten(message: str) -> str:
-    """The engine's message with registry-sized lists folded and its length bounded."""
-    folded = _LONG_LIST.sub(lambda match: f"[{match.group(0).count(', ') + 1} names]", str(message))
-    folded = " ".join(folded.split())
-    return folded if len(folded) <= _MESSAGE_LIMIT else folded[: _MESSAGE_LIMIT - 1] + "…"
-
-
-def release_of(version: str | None) -> str | None:
-    try:
-        return Version(version).base_version if version else None
-    except InvalidVersion:
-        return None
+    """The engine's message as exact-mode findings quote it (shorter than the dry run's)."""
+    return shorten_message(message, _MESSAGE_LIMIT)
 
 
 

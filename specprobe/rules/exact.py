@@ -11,13 +11,13 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from specprobe.engines._probe import release_of
 from specprobe.engines.exact import (
     DEFAULT_TIMEOUT_S,
     ExactCase,
     captured_layers,
     case_from_checkpoint,
     exact_interpreters,
-    release_of,
     run_cases,
     same_release,
     sglang_import_failure,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from specprobe.cli import app
-from specprobe.dryrun import shorten
+from specprobe.engines._probe import shorten
 
 
 def slow_interpreter(folder: Path) -> Path:
