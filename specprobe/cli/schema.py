@@ -1,5 +1,5 @@
 """`specprobe schema ENGINE`, `schema diff ENGINE OLD NEW` and `schema history ENGINE --method M`: parse,
-resolve, render. Every JSON form is the versioned envelope of DESIGN.md with the payload beside it."""
+resolve, render. Every JSON form is the versioned envelope of README.md's "The JSON report" with the payload beside it."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ installed there, probe crash or timeout).
 
 
 def _envelope(command: str, subject: dict[str, str | None], payload: dict[str, Any]) -> str:
-    """The DESIGN.md envelope (no findings: these commands report facts) with ``payload`` beside it."""
+    """The JSON report envelope (no findings: these commands report facts) with ``payload`` beside it."""
     report = Report(command=command, subject=subject, extra=payload)
     return json.dumps(report.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
 

@@ -33,7 +33,7 @@ def test_json_has_the_contract_keys():
     payload = json.loads(result.stdout)
     for key in ("engine", "version", "source", "methods", "parameters", "draft_architectures"):
         assert key in payload
-    # The DESIGN.md envelope every command's JSON shares.
+    # The envelope every command's JSON shares (README.md, "The JSON report").
     assert payload["specprobe_version"] and payload["command"] == "schema"
     assert payload["subject"] == {"engine": "vllm==0.33.0", "source": "snapshot"}
     assert (payload["findings"], payload["ok"]) == ([], True)
