@@ -1,5 +1,6 @@
 """`specprobe schema ENGINE`, `schema diff ENGINE OLD NEW` and `schema history ENGINE --method M`: parse,
-resolve, render. Every JSON form is the versioned envelope of README.md's "The JSON report" with the payload beside it."""
+resolve, render. Every JSON form is the versioned envelope of README.md's "The JSON report" with the
+payload beside it."""
 
 from __future__ import annotations
 
