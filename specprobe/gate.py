@@ -332,17 +332,10 @@ def gate_deployments(
     return report
 
 
-def gate_paths(
-    paths: Sequence[str],
-    *,
-    engine: EngineSpec | None = None,
-    strict: bool = False,
-    smoke: bool = False,
-    stdin_filename: str | None = None,
-) -> Report:
-    """Parse every file into deployments and gate them. A missing or unreadable path raises
-    SpecprobeError (exit 2), as does input with nothing in it (empty stdin, or every file empty: "no
-    input"); a broken or foreign file is a finding for that file and the others are still gated."""
+def load_paths(paths: Sequence[str], *, stdin_filename: str | None = None) -> tuple[list[Deployment], list[Finding]]:
+    """Every deployment in ``paths`` and the findings about the files themselves. A missing or unreadable
+    path raises SpecprobeError (exit 2), as does input with nothing in it (empty stdin, or every file
+    empty: "no input"); a broken or foreign file is a finding for that file and the others are still read."""
     from specprobe.deploy.loader import EmptyInputError, load_deployments
 
     deployments: list[Deployment] = []
@@ -364,6 +357,19 @@ def gate_paths(
         note = deploy_rules.NO_LAUNCH.finding(f"{path}: empty (only blanks and comments)", location=path)
         note.file, note.line = path, 1
         notes.append(note)
+    return deployments, notes
+
+
+def gate_paths(
+    paths: Sequence[str],
+    *,
+    engine: EngineSpec | None = None,
+    strict: bool = False,
+    smoke: bool = False,
+    stdin_filename: str | None = None,
+) -> Report:
+    """Parse every file into deployments (``load_paths``) and gate them."""
+    deployments, notes = load_paths(paths, stdin_filename=stdin_filename)
     return gate_deployments(
         deployments, engine=engine, strict=strict, files=paths, extra_findings=notes, smoke=smoke
     )

@@ -9,13 +9,10 @@ neither of the two needs to import the other from inside a function.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from specprobe.checkpoint.folder import load_checkpoint
-from specprobe.deploy.argv import looks_like_serve_command
 from specprobe.deploy.engines import resolve_engine_version
-from specprobe.deploy.loader import load_deployments
 from specprobe.deploy.model import deployment_from_argv
 from specprobe.engine_spec import EngineSpec, parse_engine_spec
 from specprobe.engines.exact import (
@@ -32,7 +29,7 @@ from specprobe.hfconfig import ConfigError, load_config_json
 from specprobe.rules import exact as rules
 from specprobe.rules.exact import findings_for, sglang_static
 
-__all__ = ["exact_for_deployments", "exact_for_given", "lint_command"]
+__all__ = ["exact_for_deployments", "lint_command"]
 
 
 def lint_command(
@@ -130,13 +127,3 @@ def exact_for_deployments(report: Any, deployments: Sequence[Any], engine: Any =
             for finding in findings_for(case, reply, run.version):
                 finding.location = f"{deployment.draft}/{finding.location}" if finding.location else deployment.draft
                 report.add(deployment.locate(finding, "draft", "speculative", "command"))
-
-
-def exact_for_given(report: Any, given: Sequence[str], engine: Any = None) -> None:
-    """``gate --exact``: the deployments of the files (or the one launch command) gate examined. Standard
-    input was read once by the gate itself, so ``-`` is not read again here."""
-    if looks_like_serve_command(list(given)) and not Path(given[0]).exists():
-        deployments = [deployment_from_argv(list(given))]
-    else:
-        deployments = [deployment for path in given if path != "-" for deployment in load_deployments(path)[0]]
-    exact_for_deployments(report, deployments, engine)

@@ -101,29 +101,34 @@ def _gate(
     and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
     from specprobe.deploy.argv import looks_like_serve_command
     from specprobe.engine_spec import parse_optional_engine_spec
-    from specprobe.findings import SpecprobeError
-    from specprobe.gate import gate_deployments, gate_paths
+    from specprobe.findings import Finding, SpecprobeError
+    from specprobe.gate import gate_deployments, load_paths
 
     given = list(paths or [])
     if not given:
         raise SpecprobeError("give deployment files, or a launch command after --")
     spec = parse_optional_engine_spec(engine, allow_range=False)
+    # The inputs are read once: gate, exact mode and the fix plan look at the same deployments (stdin
+    # included, which cannot be read twice).
     if looks_like_serve_command(given) and not Path(given[0]).exists():
         from specprobe.deploy.model import deployment_from_argv
 
-        report = gate_deployments([deployment_from_argv(given)], engine=spec, strict=strict, smoke=smoke)
+        deployments, notes, files = [deployment_from_argv(given)], list[Finding](), list[str]()
     else:
-        report = gate_paths(given, engine=spec, strict=strict, smoke=smoke, stdin_filename=stdin_filename)
+        (deployments, notes), files = load_paths(given, stdin_filename=stdin_filename), given
+    report = gate_deployments(
+        deployments, engine=spec, strict=strict, files=files, extra_findings=notes, smoke=smoke
+    )
     from specprobe.config import exact_configured
 
     if exact or exact_configured(config, [Path(p) for p in given]):
-        from specprobe.pipeline import exact_for_given
+        from specprobe.pipeline import exact_for_deployments
 
-        exact_for_given(report, given, spec)
+        exact_for_deployments(report, deployments, spec)
     if fix_plan:
         from specprobe.fix.gate import fix_plan_findings
 
-        report.extend(fix_plan_findings(given, spec))
+        report.extend(fix_plan_findings(deployments, spec))
     emit(
         report,
         fmt,

@@ -42,19 +42,10 @@ def fix_command(deployment: Deployment) -> str | None:
     return shlex.join(["specprobe", "fix", draft, "--target", target, "--engine", engine, "--out", out])
 
 
-def fix_plan_findings(inputs: Sequence[str], engine: EngineSpec | None) -> list[Finding]:
-    """One FIX-COMMAND finding per deployment of ``inputs`` (files, or a launch command) with a fix."""
-    from specprobe.deploy.argv import looks_like_serve_command
+def fix_plan_findings(deployments: Sequence[Deployment], engine: EngineSpec | None) -> list[Finding]:
+    """One FIX-COMMAND finding per deployment (as gate read them) whose drafter fix can repair."""
     from specprobe.deploy.engines import resolve_engine_version
-    from specprobe.deploy.loader import load_deployments
-    from specprobe.deploy.model import deployment_from_argv
 
-    deployments: list[Deployment] = []
-    if looks_like_serve_command(list(inputs)):
-        deployments.append(deployment_from_argv(list(inputs)))
-    else:
-        for path in inputs:
-            deployments.extend(load_deployments(path)[0])
     findings = []
     for deployment in deployments:
         if deployment.command is not None:
