@@ -226,6 +226,7 @@ def newest_read() -> dict[str, str]:
     return {engine: str(version) for engine, version in _load()[0].items()}
 
 
+@cache
 def cpu_build_range(engine: str) -> tuple[Version, Version] | None:
     """First and last release of ``engine`` with a CPU build on the package index (engines.yaml)."""
     raw = _read_yaml(data_dir() / NEWEST_FILE, None).get("cpu_builds", {}).get(engine)
