@@ -234,11 +234,12 @@ def known_model_classes(engine: str, version: str) -> Answer | None:
     return Answer(full, "", f"specprobe/data/schemas/{engine}/{snapshot}.json", snapshot, beyond)
 
 
-def draft_registry(engine: str, version: str) -> Answer | None:
+def draft_registry(engine: str, version: str, *, nearest: bool = False) -> Answer | None:
     """The draft classes ``engine==version`` registers (snapshot ``draft_architectures``), only where that
     release's registry is known: its own snapshot, or the newest one (flagged) past the newest release
-    read. Between snapshots and before the first, None: a class missing from a neighbour proves nothing."""
-    chosen = _registry_snapshot(engine, version, nearest=False)
+    read. Between snapshots and before the first, None: a class missing from a neighbour proves nothing.
+    With ``nearest``, a release between snapshots gets the nearest older one's (what it kept at least)."""
+    chosen = _registry_snapshot(engine, version, nearest=nearest)
     if chosen is None:
         return None
     snapshot, beyond = chosen

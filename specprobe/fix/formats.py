@@ -12,7 +12,6 @@ from specprobe.checkpoint.layout import is_speculators
 from specprobe.compat.engine_facts import draft_registry
 from specprobe.engines.facts import answer
 from specprobe.fix.model import TargetFiles
-from specprobe.schema.store import nearest_version
 
 AUX_KEY = "eagle_aux_hidden_state_layer_ids"
 
@@ -20,10 +19,7 @@ AUX_KEY = "eagle_aux_hidden_state_layer_ids"
 def draft_classes(engine: str, version: str) -> set[str]:
     """The EAGLE-3 draft classes ``engine==version`` registers: its snapshot's registry (between snapshots,
     the nearest older one's), and for SGLang the engine fact ``eagle3_draft_classes`` beside it."""
-    registry = draft_registry(engine, version)
-    if registry is None:
-        older = nearest_version(engine, version)
-        registry = draft_registry(engine, older) if older is not None else None
+    registry = draft_registry(engine, version, nearest=True)
     listed = set(registry.value) if registry is not None else set()
     if engine == "vllm":
         return listed

@@ -365,10 +365,7 @@ def _vllm_registry(version: str) -> tuple[Answer | None, frozenset[str]]:
     registry = draft_registry("vllm", version)
     if registry is not None:
         return registry, frozenset(registry.value)
-    from specprobe.schema.store import nearest_version
-
-    older = nearest_version("vllm", version)
-    nearby = draft_registry("vllm", older) if older is not None else None
+    nearby = draft_registry("vllm", version, nearest=True)
     return None, frozenset(nearby.value) if nearby is not None else frozenset()
 
 
