@@ -24,22 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
+from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target, kimi_k25_sized
 
-KIMI_DRAFT = DraftSpec(
-    draft_format="specforge",
-    hidden_size=7168,
-    num_attention_heads=64,
-    num_key_value_heads=8,
-    intermediate_size=18432,
-    vocab_size=163840,
-    draft_vocab_size=32000,
-    aux_layer_ids=[2, 30, 58],
-    max_position_embeddings=262144,
-    embed_tokens=True,
-    dtype="BF16",
-    sparse=True,
-)
+KIMI_DRAFT = kimi_k25_sized("specforge")
 KIMI_TARGET = {
     "hidden_size": 7168,
     "vocab_size": 163840,

@@ -244,6 +244,25 @@ def draft_tensors(spec: DraftSpec) -> dict[str, np.ndarray | TensorSpec]:
     return tensors
 
 
+def kimi_k25_sized(draft_format: str = "specforge") -> DraftSpec:
+    """A drafter of Kimi-K2.5's size (hidden 7168, vocab 163840, draft vocab 32000, ~4.3 GB) as a sparse
+    file: what the benchmarks use to show that cost does not grow with checkpoint size."""
+    return DraftSpec(
+        draft_format=draft_format,
+        hidden_size=7168,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        intermediate_size=18432,
+        vocab_size=163840,
+        draft_vocab_size=32000,
+        aux_layer_ids=[2, 30, 58],
+        max_position_embeddings=262144,
+        embed_tokens=True,
+        dtype="BF16",
+        sparse=True,
+    )
+
+
 def build_draft(folder: Path, spec: DraftSpec, *, config_overrides: dict[str, Any] | None = None) -> Path:
     """Write config.json and model.safetensors of a drafter into ``folder`` (created if needed)."""
     folder.mkdir(parents=True, exist_ok=True)
