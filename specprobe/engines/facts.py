@@ -226,6 +226,16 @@ def newest_read() -> dict[str, str]:
     return {engine: str(version) for engine, version in _load()[0].items()}
 
 
+def beyond_newest(engine: str, version: str) -> str | None:
+    """The newest release read when ``engine==version`` is newer than it (the release is then judged by
+    that release's facts, and findings say so); None when it was read, older, unknown or not PEP 440."""
+    newest = _load()[0].get(engine)
+    wanted = parse_version(version)
+    if newest is None or wanted is None or wanted <= newest:
+        return None
+    return str(newest)
+
+
 @cache
 def cpu_build_range(engine: str) -> tuple[Version, Version] | None:
     """First and last release of ``engine`` with a CPU build on the package index (engines.yaml)."""

@@ -21,7 +21,7 @@ from specprobe.compat.engine_facts import (
     layer_prefixes,
     source_url,
 )
-from specprobe.engines.facts import newest_read
+from specprobe.engines.facts import beyond_newest, newest_read
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
@@ -413,9 +413,17 @@ def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[str, str]:
 
 def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
     pairs = ", ".join(f"{e}=={v}" for e, v in ctx.engines)
+    # A release newer than every one read is judged by the newest facts; the report says which, once,
+    # so a verdict for it is never mistaken for one read from that release.
+    unread = [
+        f"{engine}=={version} is newer than every release read, judged by the facts of {engine}=={read}"
+        for engine, version in ctx.engines
+        if (read := beyond_newest(engine, version)) is not None
+    ]
     yield ENGINES.finding(
         f"engine-specific rules evaluated for {pairs}"
-        + ("" if ctx.engine_explicit else " (newest known; use --engine)"),
+        + ("" if ctx.engine_explicit else " (newest known; use --engine)")
+        + "".join(f"; {note}" for note in unread),
     )
     if ctx.draft_format is None:
         return
