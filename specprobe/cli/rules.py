@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -43,22 +42,6 @@ def find_rule(rule_id: str) -> Rule:
     raise SpecprobeError(f"no rule {rule_id!r}{hint}")
 
 
-def _rule_line(rule: Rule, width: int | None) -> str:
-    """One rule of the list: ID, severity and family in columns, the description wrapped between
-    words under its own column at ``width`` (on lines of its own when that column would be too narrow)."""
-    head = f"{rule.id:<28} {rule.severity.value:<8} {rule.family:<9} "
-    description = " ".join(rule.description.split())
-    if width is None or len(head) + len(description) <= width:
-        return head + description + "\n"
-    column = width - len(head)
-    if column >= 24 and all(len(word) <= column for word in description.split()):
-        lines = textwrap.wrap(description, column, break_long_words=False, break_on_hyphens=False)
-        return head + lines[0] + "\n" + "".join(" " * len(head) + f"{line}\n" for line in lines[1:])
-    # A word wider than the column (a dotted path, a file name): the description goes below, indented.
-    lines = textwrap.wrap(description, width - 4, break_long_words=False, break_on_hyphens=False)
-    return head.rstrip() + "\n" + "".join(f"    {line}\n" for line in lines)
-
-
 def register(app: typer.Typer) -> None:
     @app.command("rules")
     @cannot_run_guard
@@ -67,8 +50,7 @@ def register(app: typer.Typer) -> None:
         output: OutputOption = None,
     ) -> None:
         """List every rule: stable ID, severity, family, one-line description, evidence."""
-        from specprobe.ruledocs import RuleExplanation, documented_rules
-        from specprobe.rules.catalog import render_markdown
+        from specprobe.ruledocs import RuleExplanation, documented_rules, render_table
 
         chosen = resolve_format(fmt, RULES_FORMATS)
         rules = documented_rules()
@@ -76,10 +58,10 @@ def register(app: typer.Typer) -> None:
             listed = [RuleExplanation(r).to_json_dict() for r in rules]
             text = _envelope(Report(command="rules", extra={"rules": listed}))
         elif chosen == "markdown":
-            text = render_markdown(rules)
+            text = render_table(rules)
         else:
             width = report_width(output)
-            text = "".join(_rule_line(r, width) for r in rules)
+            text = "".join(RuleExplanation(r).list_line(width) for r in rules)
         write_output(text, output)
 
     @app.command("rule")
