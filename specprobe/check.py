@@ -17,6 +17,7 @@ from specprobe.engine_spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.engines.facts import newest_read
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
+from specprobe.rules import within_lifecycle
 from specprobe.untrusted import exists, expand_user, is_dir
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
@@ -174,6 +175,8 @@ def run_check(
         from specprobe.rules.exact import check_exact
 
         check_exact(ctx, report)
+    # A rule whose engine range (or status) puts it outside every release judged says nothing here.
+    report.findings = within_lifecycle(report.findings, ctx.engines)
     if ctx.notes:
         report.extra["internal_errors"] = ctx.notes
     return report

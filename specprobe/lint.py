@@ -26,6 +26,7 @@ from specprobe.deploy.model import Deployment, parse_speculative
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
+from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
@@ -464,4 +465,6 @@ def lint_deployment(
                 if deployment.file is not None:
                     verdict_line.line = matrix_line
                 findings.append(verdict_line)
-    return [deployment.locate(f) for f in findings], engine_label
+    # A rule whose engine range (or status) puts it outside the release linted says nothing here.
+    judged = [(command.engine, version or schema.version)]
+    return [deployment.locate(f) for f in within_lifecycle(findings, judged)], engine_label

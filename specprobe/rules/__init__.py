@@ -8,6 +8,7 @@ explicit table of those modules is ``rules.catalog.FAMILY_MODULES``. A rule's lo
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -135,3 +136,20 @@ def rule(
     )
     RULES[id] = defined
     return defined
+
+
+def within_lifecycle(findings: Iterable[Finding], engines: Sequence[tuple[str, str | None]]) -> list[Finding]:
+    """The findings whose rule is about the engine releases judged: a removed rule's never (it stays
+    registered only so configurations naming it load); a rule with an engine range only when one of
+    ``engines`` is in that range or has an unknown version. Like a linter's rules that do not run for a
+    target version, the others are not findings at all, so they are not counted as suppressed. Findings
+    of ids the registry does not hold are kept."""
+    return [f for f in findings if (r := RULES.get(f.rule)) is None or _about(r, engines)]
+
+
+def _about(defined: Rule, engines: Sequence[tuple[str, str | None]]) -> bool:
+    if defined.status is RuleStatus.REMOVED:
+        return False
+    if defined.applies_to is None or not engines:
+        return True
+    return any(defined.applies(engine, version) for engine, version in engines)
