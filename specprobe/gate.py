@@ -18,13 +18,13 @@ from pathlib import Path
 from specprobe.check import _families, build_context, run_families
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
 from specprobe.context import Family
+from specprobe.deploy import rules as deploy_rules
 from specprobe.deploy.engines import resolve_engine_version
 from specprobe.deploy.model import Deployment
 from specprobe.engine_spec import EngineSpec
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
 from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.lint import LintCache, lint_deployment
-from specprobe.rules import deploy as deploy_rules
 from specprobe.untrusted import is_dir, is_file
 from specprobe.versions import engine_first
 
