@@ -13,7 +13,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from specprobe.deploy.model import Deployment, VersionSource
-from specprobe.engine_spec import DISTRIBUTIONS, EngineSpec
+from specprobe.engines.spec import DISTRIBUTIONS, EngineSpec
 from specprobe.schema.store import latest_version
 
 # A release tag: v0.16.0, 0.5.23, v0.4.6.post1, v0.5.23-cu129, v0.10.1rc1-x86_64.

@@ -22,7 +22,7 @@ from specprobe.deploy.model import Deployment, VersionSource, deployment_from_ar
 from specprobe.deploy.shell import ShellSyntaxError, split_commands
 from specprobe.deploy.vllm_config import json_text
 from specprobe.deploy.yamlsource import LineDict, LineList
-from specprobe.engine_spec import parse_engine_spec
+from specprobe.engines.spec import parse_engine_spec
 from specprobe.findings import Finding, SpecprobeError
 
 _TOML_HEADER = re.compile(r"^\s*\[\[\s*deployments\s*\]\]\s*(#.*)?$")

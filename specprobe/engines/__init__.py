@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specprobe.engine_spec import DISTRIBUTIONS
+from specprobe.engines.spec import DISTRIBUTIONS
 
 
 @dataclass(frozen=True)

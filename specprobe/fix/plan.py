@@ -31,8 +31,8 @@ from specprobe.compat.engine_facts import (
     source_url,
     tied_head,
 )
-from specprobe.engine_spec import parse_engine_spec
 from specprobe.engines.facts import answer, newest_read
+from specprobe.engines.spec import parse_engine_spec
 from specprobe.findings import SpecprobeError
 from specprobe.fix import vocab
 from specprobe.fix.formats import (

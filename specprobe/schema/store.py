@@ -16,9 +16,9 @@ from typing import Any
 from packaging.version import Version
 
 from specprobe.engines.facts import newest_read
+from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
 from specprobe.schema.model import ENGINES, EngineSchema
-from specprobe.versions import parse_version
 
 
 def _engine_dir(engine: str) -> Traversable:

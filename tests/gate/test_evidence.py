@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from specprobe.cli import app
 from specprobe.deploy import rules as deploy_rules
-from specprobe.gate import input_form, relevant_evidence
+from specprobe.pipeline.gate import input_form, relevant_evidence
 from specprobe.rules import lint as lint_rules
 
 runner = CliRunner()

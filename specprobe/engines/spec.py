@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from specprobe.engines.versions import parse_version, same_version
 from specprobe.findings import SpecprobeError
-from specprobe.versions import parse_version, same_version
 
 ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
-from specprobe.engine_spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
+from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
 from specprobe.schema.store import known_versions, latest_version

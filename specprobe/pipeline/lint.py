@@ -23,6 +23,7 @@ from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag
 from specprobe.deploy.model import Deployment, parse_speculative
+from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
@@ -30,7 +31,6 @@ from specprobe.rules.compat import verdict_finding
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
 from specprobe.untrusted import exists
-from specprobe.versions import parse_version
 
 __all__ = ["LintCache", "LintResult", "lint_deployment"]
 _normalise = normalise_flag
