@@ -1,4 +1,5 @@
-"""Reading files and JSON from a user's folders within bounds: size, nesting, integer width.
+"""Untrusted input: reading files and JSON from a user's folders within bounds (size, nesting, integer
+width), here; making the strings they hold safe to show is ``specprobe.untrusted.text``.
 
 Every parser of untrusted JSON (config.json, safetensors headers, shard indexes, ``--speculative-config``,
 smoke result files) goes through ``parse_json``, and every file is opened through ``open_regular``:
