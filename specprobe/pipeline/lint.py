@@ -1,7 +1,9 @@
-"""Linting a serve command line: `vllm serve ...` or `python -m sglang.launch_server ...`.
+"""The engine-settings rules of one deployment (a `vllm serve ...` or `python -m sglang.launch_server ...`
+launch, from a serve command line or a deployment file): what `lint` reports.
 
 The command is parsed (never run), its speculative-decoding settings are checked against the engine
-version's schema snapshot, and the compatibility matrix adds what it knows of the pairing.
+version's schema snapshot, and the compatibility matrix adds what it knows of the pairing. The gate
+(``specprobe.pipeline.gate``) runs this for every deployment it examines.
 """
 
 from __future__ import annotations
