@@ -25,7 +25,7 @@ from specprobe.hfconfig import (
     parse_model_config,
     resolve_config_path,
 )
-from specprobe.untrusted import expand_user, is_dir
+from specprobe.untrusted.files import expand_user, is_dir
 
 
 def parse_engine(spec: str) -> tuple[str, Version | None]:

@@ -16,7 +16,7 @@ from typing import Any
 from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
 from specprobe.engines.spec import EngineSpec
 from specprobe.findings import Finding
-from specprobe.untrusted import UntrustedInputError, expand_user, parse_json
+from specprobe.untrusted.files import UntrustedInputError, expand_user, parse_json
 
 
 class VersionSource(StrEnum):

@@ -10,7 +10,7 @@ from specprobe.deploy.model import Deployment
 from specprobe.engines.spec import EngineSpec
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import fix as rules
-from specprobe.untrusted import is_dir
+from specprobe.untrusted.files import is_dir
 
 
 def _folders(deployment: Deployment) -> tuple[str, str] | None:

@@ -17,7 +17,7 @@ from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
 from specprobe.schema.store import known_versions, latest_version
-from specprobe.untrusted import exists, expand_user, is_dir
+from specprobe.untrusted.files import exists, expand_user, is_dir
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
 

@@ -27,7 +27,7 @@ from specprobe.findings import Finding, Report, Section, Severity, SpecprobeErro
 from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.pipeline.check import _families, build_context, run_families
 from specprobe.pipeline.lint import LintCache, lint_deployment
-from specprobe.untrusted import is_dir, is_file
+from specprobe.untrusted.files import is_dir, is_file
 
 __all__ = ["Measure", "ModelRef", "gate_deployments", "gate_paths", "lint_command", "resolve_model"]
 

@@ -32,7 +32,7 @@ from specprobe.rules import lint as rules
 from specprobe.rules.compat import verdict_finding
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
-from specprobe.untrusted import exists
+from specprobe.untrusted.files import exists
 
 __all__ = ["LintCache", "LintResult", "lint_deployment"]
 _normalise = normalise_flag
