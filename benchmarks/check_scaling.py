@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target, kimi_k25_sized
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target, kimi_k25_sized
 
 KIMI_DRAFT = kimi_k25_sized("specforge")
 KIMI_TARGET = {
@@ -113,7 +113,7 @@ def main() -> int:
         peak_rss = children_peak_rss_mib()
         help_times = [timed(help_cmd, "help") for _ in range(args.runs)]
         # The check's own work, imports excluded: run_check in this process.
-        from specprobe.check import run_check
+        from specprobe.pipeline.check import run_check
 
         in_process: dict[str, list[float]] = {"big": [], "tiny": []}
         for _ in range(args.runs):

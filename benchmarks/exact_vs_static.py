@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target  # noqa: E402
 from specprobe.checkpoint.folder import load_checkpoint  # noqa: E402
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target  # noqa: E402
 from specprobe.engines import exact  # noqa: E402
 from specprobe.findings import Severity  # noqa: E402
 from specprobe.rules import exact as exact_rules  # noqa: E402
@@ -76,8 +76,8 @@ def timing(release: str) -> None:
 def corpus(release: str) -> None:
     from check.casebuild import build_case, case_names
 
-    from specprobe.check import run_check
     from specprobe.findings import SpecprobeError
+    from specprobe.pipeline.check import run_check
 
     interpreters = exact.exact_interpreters("vllm", release)
     if not interpreters:

@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from specprobe.checkpoint.builder import build_draft, build_target, kimi_k25_sized
 from specprobe.checkpoint.safetensors_header import read_header
+from specprobe.demo.fixtures import build_draft, build_target, kimi_k25_sized
 
 DRAFT = kimi_k25_sized("vllm-native")
 TARGET = {

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specprobe.demo import write_demo
+from specprobe.demo.example import write_demo
 
 GOALS = {"big_s": 3.0, "ratio": 10.0, "linearity": 1.5}
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specprobe.demo import write_demo
+from specprobe.demo.example import write_demo
 
 GOAL_RATIO = 1.5
 HEAVY = ("torch", "transformers", "vllm", "sglang")

@@ -1,7 +1,7 @@
 """Does the reference smoke backend run as fast in bfloat16 as in float32?
 
 Loads a demo target and drafter (``--models DIR`` with ``target/`` and ``draft/``, as written by
-``python -m specprobe.smoke.train``; ``--quick-plan gpu`` writes barely trained models of the GPU plan's
+``python -m specprobe.demo.train``; ``--quick-plan gpu`` writes barely trained models of the GPU plan's
 shapes first, enough for timing), then times, in one process and side by side, target-only greedy
 decoding and greedy chain speculative decoding (K=3) in float32 and bfloat16, at batch 1 and at the
 batch of all prompts: the first run after the warm-up `specprobe smoke` does, and the median of
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if args.quick_plan:
-        from specprobe.smoke.train import PLANS, build_pair
+        from specprobe.demo.train import PLANS, build_pair
 
         plan = replace(
             PLANS[args.quick_plan],

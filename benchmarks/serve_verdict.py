@@ -48,7 +48,7 @@ def main() -> int:
     if not (models / "draft" / "config.json").is_file():
         start = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "specprobe.smoke.train", "--out", str(models)],
+            [sys.executable, "-m", "specprobe.demo.train", "--out", str(models)],
             check=True,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from specprobe.demo import write_demo
+from specprobe.demo.example import write_demo
 
 GOALS = {"--help": 0.15, "check": 0.25}
 HEAVY = ("torch", "transformers", "vllm", "sglang")

@@ -25,7 +25,7 @@ python=${PYTHON:-python3}
 "$python" -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__,
   "cuda", torch.cuda.is_available() and torch.cuda.get_device_name(0))'
 start=$SECONDS
-"$python" -m specprobe.smoke.train --out "$models" --plan "$plan" --device "$device" 2>&1 | tee "$results/train.log"
+"$python" -m specprobe.demo.train --out "$models" --plan "$plan" --device "$device" 2>&1 | tee "$results/train.log"
 echo "train wall $((SECONDS - start)) s" | tee -a "$results/train.log"
 log="$models/smoke.log"
 : >"$log"

@@ -1,6 +1,6 @@
 """What a check rule family may look at: the drafter, the target, the engine versions, the options.
 
-Built once per run by ``specprobe.check`` (or by a deployment in ``gate``/``lint``) and read by the rule
+Built once per run by ``specprobe.pipeline.check`` (or by a deployment in ``gate``/``lint``) and read by the rule
 families under ``specprobe.rules``; it lives this low so that rules import it downward, never from
 the command that runs them.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from specprobe.checkpoint.folder import Checkpoint
 from specprobe.checkpoint.layout import Layout
-from specprobe.engine_spec import EngineSpec
+from specprobe.engines.spec import EngineSpec
 from specprobe.findings import Finding
 from specprobe.hfconfig import ModelConfig
 

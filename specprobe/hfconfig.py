@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.findings import SpecprobeError
-from specprobe.untrusted import ParsedJson, UntrustedInputError, exists, expand_user, is_dir, is_file, load_json_file
+from specprobe.untrusted.files import (
+    ParsedJson,
+    UntrustedInputError,
+    exists,
+    expand_user,
+    is_dir,
+    is_file,
+    load_json_file,
+)
 
 # A real config.json is a few kB; the largest we know of are image classifiers whose id2label and
 # label2id name 21,841 ImageNet-22k classes (about 2 MB). Parsing costs ~15x the file size in memory
@@ -64,7 +72,7 @@ class ModelConfig:
 
 def read_config_json(path: Path) -> ParsedJson:
     """Parse config.json within specprobe's bounds (size, nesting, integer width; see
-    ``specprobe.untrusted``): a JSON object, or ConfigError with a one-line reason."""
+    ``specprobe.untrusted.files``): a JSON object, or ConfigError with a one-line reason."""
     try:
         parsed = load_json_file(path, max_bytes=MAX_CONFIG_BYTES)
     except FileNotFoundError:

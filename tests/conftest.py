@@ -24,10 +24,10 @@ def demo_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     # argument tests in this folder run (and are counted) without it.
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from specprobe.smoke.train import TINY, build_demo_models, head_size_copy
+    from specprobe.demo.train import TINY, build_demo_models, head_size_copy
 
     names = ("target", "draft", "draft-broken", "target-mla", "draft-mla", "draft-mla-broken", "target-mla-neox-rope")
-    # Models already trained by `python -m specprobe.smoke.train --out DIR --with-mla` (same code, same
+    # Models already trained by `python -m specprobe.demo.train --out DIR --with-mla` (same code, same
     # seed) may be reused, e.g. across runs on one machine; otherwise they are trained here once.
     reuse = os.environ.get("SPECPROBE_TEST_MODELS")
     if reuse and all((Path(reuse) / name / "config.json").is_file() for name in names):

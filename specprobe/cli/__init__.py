@@ -18,7 +18,7 @@ from collections.abc import Iterable
 import typer
 
 from specprobe import __version__
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 # Command name -> the module under specprobe.cli whose register(app) adds it.
 COMMAND_MODULES: dict[str, str] = {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 import typer
 
 from specprobe.findings import ExitCode, Report, Severity, SpecprobeError, exit_code
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 if TYPE_CHECKING:
     from specprobe.config import Config

@@ -56,8 +56,8 @@ def register(app: typer.Typer) -> None:
         update_baseline: UpdateBaselineOption = False,
     ) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
-        from specprobe.check import run_check
         from specprobe.config import exact_configured
+        from specprobe.pipeline.check import run_check
 
         exact = exact or exact_configured(config, [draft_dir])
         report = run_check(

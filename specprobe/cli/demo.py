@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
         and both drafters are measured by the reference smoke test. `--out` is where the model folders
         go; `--output` is where the report goes.
         """
-        from specprobe.demo import run_demo
+        from specprobe.demo.example import run_demo
         from specprobe.findings import Report, SpecprobeError
 
         chosen = resolve_format(fmt, DEMO_FORMATS)

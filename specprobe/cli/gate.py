@@ -100,9 +100,9 @@ def _gate(
     """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
     and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
     from specprobe.deploy.argv import looks_like_serve_command
-    from specprobe.engine_spec import parse_optional_engine_spec
+    from specprobe.engines.spec import parse_optional_engine_spec
     from specprobe.findings import Finding, SpecprobeError
-    from specprobe.gate import gate_deployments, load_paths
+    from specprobe.pipeline.gate import gate_deployments, load_paths
 
     given = list(paths or [])
     if not given:
@@ -116,13 +116,18 @@ def _gate(
         deployments, notes, files = [deployment_from_argv(given)], list[Finding](), list[str]()
     else:
         (deployments, notes), files = load_paths(given, stdin_filename=stdin_filename), given
+    measure = None
+    if smoke:
+        from specprobe.smoke.deployment import smoke_findings
+
+        measure = smoke_findings
     report = gate_deployments(
-        deployments, engine=spec, strict=strict, files=files, extra_findings=notes, smoke=smoke
+        deployments, engine=spec, strict=strict, files=files, extra_findings=notes, measure=measure
     )
     from specprobe.config import exact_configured
 
     if exact or exact_configured(config, [Path(p) for p in given]):
-        from specprobe.pipeline import exact_for_deployments
+        from specprobe.pipeline.exact import exact_for_deployments
 
         exact_for_deployments(report, deployments, spec)
     if fix_plan:

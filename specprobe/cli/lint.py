@@ -66,14 +66,14 @@ def _lint(
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
     compatibility matrix; with --dry-run also against the engine's own configuration code (nothing is
     served or downloaded)."""
-    from specprobe.pipeline import lint_command
+    from specprobe.pipeline.gate import lint_command
 
     argv = list(command or [])
     if not dry_run:
         report = lint_command(argv, engine=engine, strict=strict, device=device)
     else:
-        from specprobe.dryrun import findings, run_dry_run
         from specprobe.engines._probe import release_of
+        from specprobe.pipeline.dryrun import findings, run_dry_run
 
         result = run_dry_run(argv, python=python, device=device, timeout_s=timeout)
         # The interpreter's own version is the one to lint against, and a CPU build serves on CPU only.
@@ -90,8 +90,8 @@ def _lint(
 
     if exact or exact_configured(config, []):
         from specprobe.deploy.model import deployment_from_argv
-        from specprobe.engine_spec import parse_optional_engine_spec
-        from specprobe.pipeline import exact_for_deployments
+        from specprobe.engines.spec import parse_optional_engine_spec
+        from specprobe.pipeline.exact import exact_for_deployments
 
         deployment = deployment_from_argv(argv)
         exact_for_deployments(report, [deployment], parse_optional_engine_spec(engine, allow_range=False))

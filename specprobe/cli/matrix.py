@@ -108,8 +108,8 @@ def _matrix(
     # A range (vllm>=0.16,<0.20) is evaluated at every shipped snapshot in it; the worst verdict wins.
     engine_labels: list[str | None] = [engine]
     if engine is not None:
-        from specprobe.check import engine_versions
-        from specprobe.engine_spec import parse_engine_spec
+        from specprobe.engines.spec import parse_engine_spec
+        from specprobe.pipeline.check import engine_versions
 
         spec = parse_engine_spec(engine)
         if spec.is_range:

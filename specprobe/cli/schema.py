@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from specprobe.cli._common import OutputOption, cannot_run_guard, resolve_format, use_color, write_output
-from specprobe.engine_spec import EngineSpec, parse_engine_spec
+from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.findings import Report, SpecprobeError
 
 if TYPE_CHECKING:

@@ -106,7 +106,7 @@ def smoke(
 ) -> None:
     """Measure acceptance rate, acceptance length, losslessness and speed-up of a drafter."""
     if serve:
-        from specprobe.smoke.serve import ServeOptions, run_serve
+        from specprobe.smoke.engine_process import ServeOptions, run_serve
 
         serve_options = ServeOptions(
             command=list(command or []),
@@ -150,7 +150,7 @@ def smoke(
         )
         emit(run_reference(options), fmt, output, strict=strict)
         return
-    from specprobe.smoke.server import ServerOptions, run_server
+    from specprobe.smoke.counters import ServerOptions, run_server
 
     if url is None:
         raise SpecprobeError("--backend server needs --url")

@@ -14,7 +14,7 @@ import functools
 from typing import Any
 
 from specprobe.engines.facts import Answer, answer, newest_read
-from specprobe.versions import parse_version
+from specprobe.engines.versions import parse_version
 
 __all__ = [
     "DEFAULT_AUX_EVIDENCE",

@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from specprobe.compat.model import Acceptance, Entry, EntryKind, Status
 from specprobe.findings import Severity, SpecprobeError
 from specprobe.hfconfig import AttentionKind
-from specprobe.untrusted import UntrustedInputError, check_tree, read_bounded
+from specprobe.untrusted.files import UntrustedInputError, check_tree, read_bounded
 
 SCHEMA_FILE = "compat_matrix.schema.json"
 # The shipped matrix is ~100 kB; a user's file of recorded runs is smaller still.

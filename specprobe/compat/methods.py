@@ -12,7 +12,7 @@ from specprobe.compat.engine_facts import source_url, vllm_speculative_config_pa
 from specprobe.compat.evaluate import method_presence
 from specprobe.compat.model import Pairing
 from specprobe.compat.snapshots import SnapshotSource
-from specprobe.engine_spec import ENGINE_NAMES
+from specprobe.engines.spec import ENGINE_NAMES
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from specprobe.compat.loader import MatrixError, entry_from_dict, parse_matrix_y
 from specprobe.compat.model import Acceptance, Entry, EntryKind, Status
 from specprobe.compat.subjects import DraftInfo, TargetInfo, parse_engine
 from specprobe.findings import Severity, SpecprobeError
-from specprobe.untrusted import UntrustedInputError, load_json_file
+from specprobe.untrusted.files import UntrustedInputError, load_json_file
 
 # Below these the drafter does not pay for itself: one accepted token in five drafted, or fewer than
 # 1.3 tokens per target forward pass (the field report's pairing measured ~15%).

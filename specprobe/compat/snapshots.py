@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from packaging.version import Version
 
+from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
-from specprobe.versions import parse_version
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 from packaging.version import Version
 
 from specprobe.compat.model import FEATURES, Pairing
-from specprobe.engine_spec import parse_engine_spec
+from specprobe.engines.spec import parse_engine_spec
 from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import (
     AttentionKind,
@@ -25,13 +25,13 @@ from specprobe.hfconfig import (
     parse_model_config,
     resolve_config_path,
 )
-from specprobe.untrusted import expand_user, is_dir
+from specprobe.untrusted.files import expand_user, is_dir
 
 
 def parse_engine(spec: str) -> tuple[str, Version | None]:
     """``vllm``, ``sglang==0.5.23`` -> (engine, version), through the one engine-spec parser.
 
-    A pairing is evaluated at one version; ranges are expanded by the caller (``check.engine_versions``).
+    A pairing is evaluated at one version; ranges are expanded by the caller (``pipeline.check.engine_versions``).
     """
     parsed = parse_engine_spec(spec, allow_range=False)
     return parsed.engine, Version(parsed.version) if parsed.version is not None else None

@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from specprobe.deploy import rules
 from specprobe.deploy.launch import (
     ContainerRun,
     container_deployments,
@@ -18,7 +19,6 @@ from specprobe.deploy.launch import (
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
 from specprobe.findings import Finding
-from specprobe.rules import deploy as rules
 
 # Compose interpolation: $$ escapes, ${VAR}, ${VAR:-default}, ${VAR-default}, $VAR
 # (https://docs.docker.com/reference/compose-file/interpolation/).

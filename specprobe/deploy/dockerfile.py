@@ -10,11 +10,11 @@ import re
 import shlex
 from pathlib import Path
 
+from specprobe.deploy import rules
 from specprobe.deploy.engines import image_entrypoint
 from specprobe.deploy.launch import Search, find_launches, through_entrypoint, to_deployments
 from specprobe.deploy.model import Deployment
 from specprobe.findings import Finding
-from specprobe.rules import deploy as rules
 
 _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$", re.DOTALL)
 _NAMES = ("dockerfile", "containerfile")

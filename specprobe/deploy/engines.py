@@ -13,7 +13,8 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from specprobe.deploy.model import Deployment, VersionSource
-from specprobe.engine_spec import DISTRIBUTIONS, EngineSpec
+from specprobe.engines.spec import DISTRIBUTIONS, EngineSpec
+from specprobe.schema.store import latest_version
 
 # A release tag: v0.16.0, 0.5.23, v0.4.6.post1, v0.5.23-cu129, v0.10.1rc1-x86_64.
 _RELEASE_TAG = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:(?:\.post|rc|a|b)\d+)?)(?:[-_+].*)?$")
@@ -135,7 +136,5 @@ def resolve_engine_version(deployment: Deployment, option: EngineSpec | None = N
     if installed is not None:
         deployment.engine, deployment.version_source = EngineSpec(engine, version=installed), VersionSource.LIVE
         return
-    from specprobe.check import latest_version
-
     deployment.engine = EngineSpec(engine, version=latest_version(engine))
     deployment.version_source = VersionSource.SNAPSHOT

@@ -14,6 +14,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from specprobe.deploy import rules
 from specprobe.deploy.launch import (
     ContainerRun,
     container_deployments,
@@ -22,7 +23,6 @@ from specprobe.deploy.launchers import launchers
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line, load_documents, relocate
 from specprobe.findings import Finding, SpecprobeError
-from specprobe.rules import deploy as rules
 
 # $(VAR) references; $$ escapes a dollar (https://kubernetes.io/docs/tasks/inject-data-application/
 # define-interdependent-environment-variables/).

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from specprobe.deploy import rules
 from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
 from specprobe.deploy.launchers import unwrap
@@ -19,7 +20,6 @@ from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
 from specprobe.deploy.yamlsource import LineDict, load_documents
 from specprobe.findings import Finding, SpecprobeError
-from specprobe.rules import deploy as rules
 
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh"})
 _CONTAINER_RUNNERS = frozenset({"docker", "podman", "nerdctl"})

@@ -17,10 +17,10 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specprobe.deploy import rules
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.render import NotRenderedError, RenderRoot, render, render_root
 from specprobe.findings import Finding, SpecprobeError
-from specprobe.rules import deploy as rules
 
 if TYPE_CHECKING:  # the YAML reader is loaded when a file is read, not at import
     from specprobe.deploy.yamlsource import LineDict

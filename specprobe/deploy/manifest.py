@@ -16,14 +16,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from specprobe.deploy import rules
 from specprobe.deploy.launch import find_launches, shown_command
 from specprobe.deploy.model import Deployment, VersionSource, deployment_from_argv
 from specprobe.deploy.shell import ShellSyntaxError, split_commands
 from specprobe.deploy.vllm_config import json_text
 from specprobe.deploy.yamlsource import LineDict, LineList
-from specprobe.engine_spec import parse_engine_spec
+from specprobe.engines.spec import parse_engine_spec
 from specprobe.findings import Finding, SpecprobeError
-from specprobe.rules import deploy as rules
 
 _TOML_HEADER = re.compile(r"^\s*\[\[\s*deployments\s*\]\]\s*(#.*)?$")
 _TOML_TABLE = re.compile(r"^\s*\[\s*deployments\.([A-Za-z0-9_-]+)\s*\]\s*(#.*)?$")

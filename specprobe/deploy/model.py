@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.argv import ServeCommand, normalise_flag, parse_command
-from specprobe.engine_spec import EngineSpec
+from specprobe.engines.spec import EngineSpec
 from specprobe.findings import Finding
-from specprobe.untrusted import UntrustedInputError, expand_user, parse_json
+from specprobe.untrusted.files import UntrustedInputError, expand_user, parse_json
 
 
 class VersionSource(StrEnum):

@@ -8,12 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from specprobe.deploy import rules
 from specprobe.deploy.launch import find_launches, to_deployments
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.shell import ShellSyntaxError, parse_script
 from specprobe.deploy.yamlsource import LineDict, block_first_line
 from specprobe.findings import Finding
-from specprobe.rules import deploy as rules
 
 _TASK_KEYS = ("resources", "envs", "setup", "num_nodes", "service", "file_mounts", "workdir")
 

@@ -2,14 +2,21 @@
 
 This package is the bottom of the engine-facing stack: it runs a probe and hands back its raw JSON
 reply. Turning a reply into an EngineSchema is ``specprobe.schema``'s job, which imports this
-package (never the other way round).
+package (never the other way round). What it holds:
+
+- ``spec``: the one spelling of an engine and its version (``vllm==0.16.0``); ``versions``: the
+  PEP 440 parse that never raises.
+- ``facts``: engine knowledge as data (``specprobe/data/engine_facts/``), including the newest
+  release read.
+- ``probes/``: every script run in an engine's interpreter; ``_probe``: finding that interpreter and
+  running a probe; ``exact``: exact mode's probe runs; ``provision``: the engines' cached venvs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specprobe.engine_spec import DISTRIBUTIONS
+from specprobe.engines.spec import DISTRIBUTIONS
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
-from specprobe.versions import parse_version
 
 # A quoted list of 12 or more names (vLLM lists its whole model registry when it refuses an architecture).
 _LONG_LIST = re.compile(r"(dict_keys\()?\[(?:'[^']*', ){11,}'[^']*'\]\)?")

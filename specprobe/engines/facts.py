@@ -25,8 +25,8 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
+from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
-from specprobe.versions import parse_version
 
 SCHEMA_FILE = "engine_facts.schema.json"
 NEWEST_FILE = "engines.yaml"

@@ -20,7 +20,7 @@ from pathlib import Path
 from specprobe.checkpoint.rewrite import PAGE, OutTensor, write_streamed
 from specprobe.findings import SpecprobeError
 from specprobe.fix.model import FixPlan
-from specprobe.untrusted import expand_user, is_dir
+from specprobe.untrusted.files import expand_user, is_dir
 
 
 @dataclass

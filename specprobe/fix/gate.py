@@ -7,10 +7,10 @@ import shlex
 from collections.abc import Sequence
 
 from specprobe.deploy.model import Deployment
-from specprobe.engine_spec import EngineSpec
+from specprobe.engines.spec import EngineSpec
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.rules import fix as rules
-from specprobe.untrusted import is_dir
+from specprobe.untrusted.files import is_dir
 
 
 def _folders(deployment: Deployment) -> tuple[str, str] | None:

@@ -31,8 +31,8 @@ from specprobe.compat.engine_facts import (
     source_url,
     tied_head,
 )
-from specprobe.engine_spec import parse_engine_spec
 from specprobe.engines.facts import answer, newest_read
+from specprobe.engines.spec import parse_engine_spec
 from specprobe.findings import SpecprobeError
 from specprobe.fix import vocab
 from specprobe.fix.formats import (
@@ -50,7 +50,7 @@ from specprobe.fix.model import FixPlan, PlannedTensor, TargetFiles
 from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config, resolve_config_path
 from specprobe.rules import fix as rules
 from specprobe.rules.shapes import aux_ids_problem, aux_layer_sources
-from specprobe.untrusted import exists, expand_user, is_dir
+from specprobe.untrusted.files import exists, expand_user, is_dir
 
 # Formats fix writes (the MLA drafters keep their own format; only their config and names are fixed).
 OUT_FORMATS = ("eagle3", "specforge", "speculators", "vllm-native")

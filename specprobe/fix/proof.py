@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specprobe.check import build_context, run_check
 from specprobe.checkpoint.rewrite import sha256_range
 from specprobe.findings import Finding, Report, Severity
 from specprobe.fix.apply import Written
 from specprobe.fix.model import FixPlan, TargetFiles
 from specprobe.fix.plan import tensor_digest
+from specprobe.pipeline.check import build_context, run_check
 from specprobe.rules.exact import check_exact
 
 # The reference comparison loads the target's embedding and both drafters in float32: only for targets

@@ -20,7 +20,7 @@ from specprobe.fix.alternatives import Alternatives, find_alternatives, matrix_f
 from specprobe.fix.model import Blocker, FixPlan
 from specprobe.fix.plan import build_plan, load_target
 from specprobe.rules import fix as rules
-from specprobe.untrusted import expand_user
+from specprobe.untrusted.files import expand_user
 
 
 @dataclass

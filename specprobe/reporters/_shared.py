@@ -1,6 +1,6 @@
 """What the CI formats share: report sections (one per deployment), paths relative to the repository
 root, counts and annotation limits. Whether a finding fails the run is the report's own policy
-(``Report.fails``, from findings.py). Untrusted text is made safe by ``specprobe.textsafe``."""
+(``Report.fails``, from findings.py). Untrusted text is made safe by ``specprobe.untrusted.text``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from specprobe.baseline import relative_path, repository_root
 from specprobe.findings import Finding, Report
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 # Subject keys that name an input file or folder, in the order a fallback location prefers them.
 _SUBJECT_PATH_KEYS = ("file", "path", "manifest", "draft", "target")

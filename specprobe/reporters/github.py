@@ -3,7 +3,7 @@ pull request, and a markdown summary appended to ``$GITHUB_STEP_SUMMARY`` when t
 
 Escaping follows @actions/core's ``escapeData`` / ``escapeProperty`` exactly
 (https://github.com/actions/toolkit/blob/4b9afa4c890de9d1a84c75bb617ee4d96207823a/packages/core/src/command.ts#L103-L116):
-``%``, CR and LF in the message; additionally ``:`` and ``,`` in properties (``specprobe.textsafe``'s
+``%``, CR and LF in the message; additionally ``:`` and ``,`` in properties (``specprobe.untrusted.text``'s
 ``annotation_data`` / ``annotation_property``, which first make control characters visible, so a
 hostile manifest cannot drive the log viewer's ANSI parser).
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.reporters._shared import artifact_path
 from specprobe.reporters.base import Reporter
-from specprobe.textsafe import annotation_data, annotation_property
+from specprobe.untrusted.text import annotation_data, annotation_property
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -34,7 +34,7 @@ def annotation(finding: Finding, report: Report) -> str:
         if finding.line is not None and finding.line >= 1:
             properties.append(("line", str(finding.line)))
     properties.append(("title", finding.rule))
-    # Each piece is escaped on its own (textsafe.annotation_data: non-printables made visible, then
+    # Each piece is escaped on its own (untrusted.text.annotation_data: non-printables made visible, then
     # @actions/core's escapeData); the pieces are joined by an encoded newline, which the runner
     # turns back into a line break inside the one annotation.
     pieces = [finding.message]

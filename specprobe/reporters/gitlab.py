@@ -19,7 +19,7 @@ from specprobe.baseline import fingerprint
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters._shared import artifact_path
 from specprobe.reporters.base import Reporter
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 # An error stops the deployment from working (critical); a warning predicts a concrete misbehaviour
 # of the engine version checked (major). Info is context, not an issue, and is left out.

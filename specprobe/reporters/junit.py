@@ -5,7 +5,7 @@ plus one passing case for a section without findings; a finding that fails the r
 own policy: errors, and warnings too under ``--strict`` / ``--fail-on warning``) is a ``<failure>``,
 matching the exit code. Suites carry ``time`` and ``timestamp`` as the Jenkins JUnit schema has them.
 Written with the standard library's ElementTree, which escapes markup; control characters, which
-XML 1.0 cannot hold at all, are made visible by ``specprobe.textsafe``.
+XML 1.0 cannot hold at all, are made visible by ``specprobe.untrusted.text``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from specprobe.findings import Finding, Report
 from specprobe.reporters._shared import sections
 from specprobe.reporters.base import Reporter
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 
 def _case_name(finding: Finding) -> str:

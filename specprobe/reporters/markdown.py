@@ -1,7 +1,7 @@
 """Markdown reporter, for people: a verdict, then a section per deployment with a findings table.
 
 Used for ``$GITHUB_STEP_SUMMARY``, merge-request comments and files kept beside a deployment. Text
-from the user's files goes through ``textsafe.markdown`` (table pipes, HTML, markup, control
+from the user's files goes through ``untrusted.text.markdown`` (table pipes, HTML, markup, control
 characters) so it renders as written.
 """
 
@@ -11,13 +11,13 @@ from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters._shared import counts_line, sections, suppressed_line
 from specprobe.reporters.base import Reporter
 from specprobe.ruledocs import rule_doc_url
-from specprobe.textsafe import markdown, terminal
+from specprobe.untrusted.text import markdown, terminal
 
 _MARK = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
 
 
 def cell(text: str) -> str:
-    """One table cell or heading: markup, HTML, pipes and control characters escaped (textsafe)."""
+    """One table cell or heading: markup, HTML, pipes and control characters escaped (untrusted.text)."""
     return markdown(text)
 
 

@@ -24,7 +24,7 @@ from specprobe.reporters._shared import artifact_path, suppressed_line
 from specprobe.reporters.base import Reporter
 from specprobe.ruledocs import REPOSITORY_URL, RuleExplanation, rule_doc_url
 from specprobe.rules import Rule
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "SRCROOT"

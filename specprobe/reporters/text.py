@@ -9,7 +9,7 @@ import re
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters._shared import sections
 from specprobe.reporters.base import Reporter
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _HEADING = {Severity.ERROR: "Errors", Severity.WARNING: "Warnings", Severity.INFO: "Info"}

@@ -4,19 +4,20 @@ A family module defines its rules when imported. Listing the modules here (inste
 whatever the package folder holds) makes the catalogue a reviewed table, as ruff's ``codes.rs`` is:
 a new family is one line here, and a test fails when a module of the package is missing from it.
 The table lives here rather than in ``rules/__init__.py`` because the family modules import
-``rules.rule`` from the package: the package itself cannot import them.
+``rules.rule`` from the package: the package itself cannot import them. One family lives outside the
+package: the DEPLOY-* catalogue sits beside the deployment parsers that emit it (``deploy.rules``).
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
+from specprobe.deploy import rules as deploy
 from specprobe.rules import (
     RULES,
     Rule,
     compat,
     deep,
-    deploy,
     dryrun,
     engine_config,
     exact,

@@ -15,10 +15,10 @@ from specprobe.compat.loader import load_matrix
 from specprobe.compat.model import DRAFT_FORMATS, Entry, EntryKind, Match, Pairing, Status, Verdict
 from specprobe.compat.snapshots import SnapshotSource
 from specprobe.compat.subjects import normalize_method, target_model_types
+from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ModelConfig, attention_traits
 from specprobe.rules import AppliesTo, Rule, rule
-from specprobe.versions import parse_version
 
 _VLLM_SPECULATIVE_SOURCE = "https://github.com/vllm-project/vllm/blob/v0.16.0/vllm/config/speculative.py"
 _SGLANG_SPEC_INFO_SOURCE = (

@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 from specprobe.checkpoint.safetensors_header import DTYPE_SIZES, NUMPY_DTYPES, TensorEntry, bf16_to_float32
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
-from specprobe.untrusted import open_regular
+from specprobe.untrusted.files import open_regular
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -19,10 +19,10 @@ from packaging.version import Version
 
 from specprobe.context import CheckContext
 from specprobe.engines.facts import answer
+from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ModelConfig
 from specprobe.rules import rule
-from specprobe.versions import parse_version
 
 _VLLM_DEEPSEEK = "vllm/model_executor/models/deepseek_v2.py"
 _VLLM_LINES = "https://github.com/vllm-project/vllm/blob/v0.32.0/" + _VLLM_DEEPSEEK

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specprobe.compat.engine_facts import answer, source_url, vllm_speculative_config_path
+from specprobe.engines.versions import engine_first, parse_version
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
-from specprobe.versions import engine_first, parse_version
 
 _VLLM_SPECULATIVE = source_url("vllm", "0.33.0", "vllm/config/speculative.py")
 _SGLANG_SERVER_ARGS = source_url("sglang", "0.5.23", "sglang/srt/server_args.py")

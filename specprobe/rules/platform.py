@@ -18,10 +18,10 @@ from packaging.version import Version
 
 from specprobe.context import CheckContext
 from specprobe.engines.facts import Answer, answer
+from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import AttentionKind, ModelConfig, attention_traits
 from specprobe.rules import rule
-from specprobe.versions import parse_version
 
 _VLLM = "https://github.com/vllm-project/vllm/blob"
 _CPU_ATTN = "vllm/v1/attention/backends/cpu_attn.py"

@@ -15,7 +15,7 @@ from typing import Any, assert_never
 from specprobe.findings import SpecprobeError
 from specprobe.schema import store
 from specprobe.schema.model import EngineSchema
-from specprobe.textsafe import terminal
+from specprobe.untrusted.text import terminal
 
 
 class Subject(enum.StrEnum):

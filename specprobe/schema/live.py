@@ -14,11 +14,11 @@ from pathlib import Path
 from specprobe import __version__
 from specprobe.engines import PROBES
 from specprobe.engines._probe import DEFAULT_TIMEOUT_S, Interpreter, find_interpreter, run_probe
+from specprobe.engines.versions import same_version
 from specprobe.findings import SpecprobeError
 from specprobe.schema import cache, store
 from specprobe.schema.model import EngineSchema
 from specprobe.schema.replies import FROM_REPLY
-from specprobe.versions import same_version
 
 
 @dataclass(frozen=True)

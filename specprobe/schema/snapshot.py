@@ -23,12 +23,12 @@ from packaging.version import Version
 
 from specprobe import __version__
 from specprobe.engines._probe import Interpreter, check_interpreter
+from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
 from specprobe.schema import store
 from specprobe.schema.live import extract_live
 from specprobe.schema.model import EngineSchema
 from specprobe.schema.replies import FROM_REPLY
-from specprobe.versions import parse_version
 
 # Provenance keys that describe the machine that made the snapshot, not the release.
 _LOCAL_KEYS = ("interpreter", "interpreter_selected_by", "import_seconds", "probe_seconds")

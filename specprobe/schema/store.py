@@ -15,9 +15,10 @@ from typing import Any
 
 from packaging.version import Version
 
+from specprobe.engines.facts import newest_read
+from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
 from specprobe.schema.model import ENGINES, EngineSchema
-from specprobe.versions import parse_version
 
 
 def _engine_dir(engine: str) -> Traversable:
@@ -88,6 +89,14 @@ def _listing(engine: str) -> tuple[str, ...]:
 def known_versions(engine: str) -> list[str]:
     """Versions of ``engine`` with a shipped snapshot, oldest first (PEP 440 order)."""
     return list(_listing(engine))
+
+
+def latest_version(engine: str) -> str:
+    """The newest release read for ``engine``: its newest shipped snapshot, or, with none shipped, the
+    newest release the engine facts were read against (engines.yaml). The one answer that `check`,
+    `lint`, `gate` and a deployment with no stated version all use."""
+    versions = known_versions(engine)
+    return versions[-1] if versions else newest_read()[engine]
 
 
 def _match(engine: str, version: str) -> str | None:

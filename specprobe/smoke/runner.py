@@ -47,7 +47,7 @@ def static_check(
 ) -> Report:
     """`specprobe check` of the drafter against the target (for the engine, method and device that will
     serve it, when known), run before anything is measured."""
-    from specprobe.check import run_check
+    from specprobe.pipeline.check import run_check
 
     return run_check(draft, target=target, engine=engine, method=method, device=device)
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from specprobe.checkpoint.builder import (
+from specprobe.checkpoint.writer import TensorSpec, write_safetensors, write_sharded
+from specprobe.demo.fixtures import (
     DraftSpec,
     draft_config,
     draft_tensors,
@@ -24,7 +25,6 @@ from specprobe.checkpoint.builder import (
     vocab_map,
     write_json,
 )
-from specprobe.checkpoint.writer import TensorSpec, write_safetensors, write_sharded
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 SENTINEL = "sentinel-created-by-input-code"

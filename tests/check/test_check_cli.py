@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
 from specprobe.cli import app
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
 
 runner = CliRunner()
 

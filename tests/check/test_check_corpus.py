@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.check import run_check
+from specprobe.pipeline.check import run_check
 from specprobe.rules.catalog import all_rules
 
 from .casebuild import SENTINEL, build_case, case_names

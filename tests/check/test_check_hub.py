@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, target_config
+from specprobe.demo.fixtures import DraftSpec, build_draft, target_config
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

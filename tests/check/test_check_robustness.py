@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specprobe.check import run_check
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target, draft_config
 from specprobe.checkpoint.writer import TensorSpec, write_safetensors
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target, draft_config
+from specprobe.pipeline.check import run_check
 
 ODD_VALUES: list[Any] = [None, "text", [], {}, -1, 0, 10**30, 1.5, True, [None, "x", -3], {"a": [1]}]
 
@@ -48,7 +48,7 @@ def test_odd_tensors_are_findings(tmp_path: Path, tensors: dict[str, Any]) -> No
     draft = build_draft(tmp_path / "draft", DraftSpec())
     write_safetensors(draft / "extra.safetensors", tensors)
     # Replace the originals by moving them out of the main file.
-    from specprobe.checkpoint.builder import draft_tensors
+    from specprobe.demo.fixtures import draft_tensors
 
     base = {k: v for k, v in draft_tensors(DraftSpec()).items() if k not in tensors}
     write_safetensors(draft / "model.safetensors", base)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.check import latest_version, parse_engine, run_check
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
 from specprobe.findings import ExitCode, Finding, Severity, SpecprobeError, exit_code
+from specprobe.pipeline.check import latest_version, parse_engine, run_check
 from specprobe.rules import target as target_rules
 from specprobe.rules.catalog import all_rules
 from specprobe.schema.model import EngineSchema
@@ -129,7 +129,7 @@ def test_a_family_raising_half_way_leaves_no_partial_findings(tmp_path: Path) ->
 def test_check_cli_exits_2_on_an_internal_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import specprobe.check as check_module
+    import specprobe.pipeline.check as check_module
     from specprobe.cli import app
 
     build_draft(tmp_path / "d", DraftSpec())
@@ -213,8 +213,8 @@ def test_max_position_follows_each_engine_version(tmp_path: Path) -> None:
 def test_a_full_vocabulary_drafter_without_lm_head_is_fine_only_where_the_target_head_is_borrowed(
     tmp_path: Path,
 ) -> None:
-    from specprobe.checkpoint.builder import draft_config, draft_tensors, write_json
     from specprobe.checkpoint.writer import write_safetensors
+    from specprobe.demo.fixtures import draft_config, draft_tensors, write_json
 
     spec = DraftSpec(draft_vocab_size=512)  # the full vocabulary: no d2t/t2d
     folder = tmp_path / "d"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft
 from specprobe.compat.subjects import classify_draft, classify_target, draft_format_from_config
+from specprobe.demo.fixtures import DraftSpec, build_draft
 from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import AttentionKind as A
 from specprobe.hfconfig import attention_traits, classify_attention, parse_model_config

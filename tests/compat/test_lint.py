@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from specprobe.cli import app
 from specprobe.deploy.argv import parse_command
 from specprobe.findings import SpecprobeError
-from specprobe.pipeline import lint_command
+from specprobe.pipeline.gate import lint_command
 from specprobe.schema.store import known_versions
 
 from .conftest import DRAFTERS, TARGETS

@@ -86,8 +86,8 @@ def test_no_target_keeps_target_bound_verdicts_out():
 
 def test_run_accepts_checks_own_context(tmp_path: Path):
     """The real CheckContext of a real-format drafter satisfies the Protocol and yields findings."""
-    from specprobe.check import build_context
-    from specprobe.checkpoint.builder import DraftSpec, build_draft
+    from specprobe.demo.fixtures import DraftSpec, build_draft
+    from specprobe.pipeline.check import build_context
 
     draft = build_draft(tmp_path / "draft", DraftSpec(draft_format="specforge", sparse=True))
     ctx = build_context(draft, target=str(TARGETS / "kimi-k2.5"), engine="vllm==0.16.0", method="eagle3")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from specprobe.versions import engine_first, parse_version, same_version
+from specprobe.engines.versions import engine_first, parse_version, same_version
 
 
 def test_parse_version_never_raises() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.demo import write_demo
+from specprobe.demo.example import write_demo
 from specprobe.deploy.engines import live_version
 
 

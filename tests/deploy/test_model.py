@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from specprobe.demo import write_demo
+from specprobe.demo.example import write_demo
 from specprobe.deploy import deployment_from_argv
 from specprobe.deploy.argv import parse_command
 from specprobe.findings import SpecprobeError
-from specprobe.pipeline import lint_command
+from specprobe.pipeline.gate import lint_command
 
 
 def test_vllm_command_fields_and_lines():

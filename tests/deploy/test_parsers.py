@@ -504,7 +504,7 @@ def _hub_cache(cache: Path, repo_id: str, source: Path) -> None:
 
 
 def test_hub_ids_resolve_from_the_local_cache(tmp_path, demo, monkeypatch):
-    from specprobe.gate import gate_paths
+    from specprobe.pipeline.gate import gate_paths
 
     cache = tmp_path / "hub"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
 from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
 from specprobe.engines import exact
 from specprobe.engines._probe import Interpreter
 from specprobe.findings import Severity

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft, build_target
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.cli import app
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
 from specprobe.engines import exact
 from specprobe.engines.provision import has_cpu_build, installed, parse_release, prune
 from specprobe.findings import Severity, SpecprobeError

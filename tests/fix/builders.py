@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from specprobe.checkpoint.builder import DraftSpec, draft_config, draft_tensors, target_config, vocab_map, write_json
 from specprobe.checkpoint.writer import write_safetensors
+from specprobe.demo.fixtures import DraftSpec, draft_config, draft_tensors, target_config, vocab_map, write_json
 
 HIDDEN = 64
 VOCAB = 512

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.check import parse_engine
-from specprobe.checkpoint.builder import target_config, write_json
+from specprobe.demo.fixtures import target_config, write_json
 from specprobe.findings import Severity, SpecprobeError
 from specprobe.fix.run import FixOptions, run_fix
+from specprobe.pipeline.check import parse_engine
 from tests.check.casebuild import SENTINEL, build_case, case_names
 from tests.check.test_check_corpus import folder_fingerprint
 

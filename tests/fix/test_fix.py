@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.check import run_check
-from specprobe.checkpoint.builder import DraftSpec
 from specprobe.checkpoint.safetensors_header import read_header
+from specprobe.demo.fixtures import DraftSpec
 from specprobe.findings import Severity, SpecprobeError
 from specprobe.fix.run import FixOptions, run_fix
+from specprobe.pipeline.check import run_check
 from tests.fix.builders import BROKEN, HIDDEN, config_of, make_draft, make_target, tree_digest
 
 FORMATS = ("eagle3", "specforge", "speculators", "vllm-native", "eagle3-mla")
@@ -249,8 +249,8 @@ def test_code_and_pickles_are_not_copied(tmp_path: Path) -> None:
 
 
 def test_sharded_drafter_keeps_its_shards_and_index(tmp_path: Path) -> None:
-    from specprobe.checkpoint.builder import draft_config, draft_tensors, write_json
     from specprobe.checkpoint.writer import write_sharded
+    from specprobe.demo.fixtures import draft_config, draft_tensors, write_json
 
     target = make_target(tmp_path / "target")
     draft = tmp_path / "draft"

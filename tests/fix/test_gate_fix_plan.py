@@ -10,10 +10,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from specprobe.checkpoint.builder import DraftSpec
 from specprobe.cli import app
+from specprobe.demo.fixtures import DraftSpec
 from specprobe.deploy.model import deployment_from_argv
-from specprobe.engine_spec import parse_engine_spec
+from specprobe.engines.spec import parse_engine_spec
 from specprobe.fix import fix_command
 from tests.fix.builders import make_draft, make_target
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.checkpoint.builder import DraftSpec
+from specprobe.demo.fixtures import DraftSpec
 from specprobe.findings import Measurement
 from specprobe.fix.run import FixOptions, run_fix
 from tests.fix.builders import d2t_absolute, d2t_shuffled, make_draft, make_target, model_prefix
@@ -43,7 +43,7 @@ def test_reference_backend_gives_identical_draft_logits(
 
 
 def test_static_demo_broken_drafter_names_the_missing_information(tmp_path: Path) -> None:
-    from specprobe.demo import write_demo
+    from specprobe.demo.example import write_demo
 
     write_demo(tmp_path)
     report = run_fix(FixOptions(draft=tmp_path / "draft-broken", target=str(tmp_path / "target"),
@@ -70,7 +70,7 @@ def test_trained_demo_broken_drafter_reaches_the_trained_acceptance(
     """The demo's trained draft/ and draft-broken/ (shuffled d2t, t2d intact; the session's demo_models):
     fix rebuilds d2t from t2d and the reference smoke run of the copy equals the trained drafter's, token
     for token."""
-    from specprobe.demo import DEMO_K
+    from specprobe.demo.example import DEMO_K
     from specprobe.smoke.runner import SmokeOptions, run_reference
 
     target = demo_models["target"]

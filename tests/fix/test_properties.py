@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specprobe.checkpoint.builder import DraftSpec, draft_config
 from specprobe.checkpoint.rewrite import ByteRange, OutTensor, sha256_range, write_streamed
 from specprobe.checkpoint.safetensors_header import read_header
 from specprobe.checkpoint.writer import TensorSpec, write_safetensors
+from specprobe.demo.fixtures import DraftSpec, draft_config
 from specprobe.findings import Report, SpecprobeError
 from specprobe.fix.run import FixOptions, run_fix
 from tests.fix.builders import make_draft, make_target
@@ -124,7 +124,7 @@ def test_cli_one_line_errors(tmp_path: Path) -> None:
 
 def test_renamed_copy_keeps_page_positions(tmp_path: Path) -> None:
     """A rename changes the header's length; padding keeps each tensor at its source's page offset."""
-    from specprobe.checkpoint.builder import DraftSpec as Spec
+    from specprobe.demo.fixtures import DraftSpec as Spec
     from tests.fix.builders import make_draft as draft_of
 
     target = make_target(tmp_path / "target", weights=False)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from specprobe.deploy.argv import parse_command
 from specprobe.deploy.loader import load_deployments
 from specprobe.findings import Report, SpecprobeError
-from specprobe.pipeline import lint_command
+from specprobe.pipeline.gate import lint_command
 
 from .conftest import EXAMPLES
 from .strategies import JSON_VALUES, NASTY_TEXT, dumps, hostile_snippets

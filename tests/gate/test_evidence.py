@@ -9,8 +9,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from specprobe.cli import app
-from specprobe.gate import input_form, relevant_evidence
-from specprobe.rules import deploy as deploy_rules
+from specprobe.deploy import rules as deploy_rules
+from specprobe.pipeline.gate import input_form, relevant_evidence
 from specprobe.rules import lint as lint_rules
 
 runner = CliRunner()

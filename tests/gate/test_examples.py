@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.gate import gate_paths
+from specprobe.pipeline.gate import gate_paths
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # The errors each broken example is written to show (see the comment at its top).
@@ -34,7 +34,7 @@ def copied(tmp_path_factory: pytest.TempPathFactory, demo_module: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def demo_module(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from specprobe.demo import write_demo
+    from specprobe.demo.example import write_demo
 
     root = tmp_path_factory.mktemp("demo")
     write_demo(root)

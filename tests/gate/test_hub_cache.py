@@ -11,10 +11,10 @@ import huggingface_hub  # noqa: F401 - imported first on purpose: its cache cons
 import pytest
 
 from specprobe.deploy.model import Deployment
-from specprobe.dryrun import _hub_id_cached
-from specprobe.gate import resolve_model
 from specprobe.hfconfig import cached_file, hub_cache_dir
-from specprobe.lint import _target_architectures
+from specprobe.pipeline.dryrun import _hub_id_cached
+from specprobe.pipeline.gate import resolve_model
+from specprobe.pipeline.lint import _target_architectures
 
 REPO = "example-org/tiny-target"
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-import specprobe.check
 import specprobe.compat.subjects
-import specprobe.gate
-import specprobe.lint
+import specprobe.pipeline.check
+import specprobe.pipeline.gate
+import specprobe.pipeline.lint
 import specprobe.schema.store
-from specprobe.gate import gate_paths
+from specprobe.pipeline.gate import gate_paths
 
 DEPLOYMENT = """\
 apiVersion: apps/v1
@@ -65,11 +65,11 @@ def calls(monkeypatch) -> Counter[str]:
 
         monkeypatch.setattr(module, name, wrapper)
 
-    count(specprobe.lint, "load_matrix")
+    count(specprobe.pipeline.lint, "load_matrix")
     count(specprobe.schema.store, "load_snapshot")
-    count(specprobe.gate, "build_context")
-    count(specprobe.gate, "classify_target")
-    count(specprobe.gate, "classify_draft")
+    count(specprobe.pipeline.gate, "build_context")
+    count(specprobe.pipeline.gate, "classify_target")
+    count(specprobe.pipeline.gate, "classify_draft")
     return counted
 
 
@@ -100,4 +100,4 @@ def test_two_runs_share_nothing(demo: Path, tmp_path: Path, calls) -> None:
     gate_paths([str(manifest)])
     # A drafter may change between two runs in one process: each run checks it again.
     assert calls["build_context"] == 2
-    assert not hasattr(specprobe.gate, "_CHECKS")
+    assert not hasattr(specprobe.pipeline.gate, "_CHECKS")

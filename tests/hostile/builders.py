@@ -12,8 +12,8 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from specprobe.checkpoint.builder import DraftSpec, build_draft
 from specprobe.checkpoint.safetensors_header import read_header
+from specprobe.demo.fixtures import DraftSpec, build_draft
 
 
 def valid_draft(folder: Path) -> Path:

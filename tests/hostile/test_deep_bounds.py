@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.check import run_check
+from specprobe.pipeline.check import run_check
 from specprobe.rules import deep
 
 from .builders import make_sparse_tensor, valid_draft

@@ -13,7 +13,7 @@ import pytest
 from specprobe.checkpoint import folder as folder_module
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.hfconfig import MAX_CONFIG_BYTES
-from specprobe.untrusted import MAX_JSON_DEPTH
+from specprobe.untrusted.files import MAX_JSON_DEPTH
 
 from .builders import nested, split_safetensors, valid_draft, write_safetensors_raw
 from .cli import invoke, run_cli

@@ -1,4 +1,4 @@
-"""Untrusted strings reach terminals, CI logs and rendered pages only escaped (specprobe.textsafe)."""
+"""Untrusted strings reach terminals, CI logs and rendered pages only escaped (specprobe.untrusted.text)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from rich.console import Console
 from rich.text import Text
 
-from specprobe import textsafe
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters.text import TextReporter
+from specprobe.untrusted import text as textsafe
 
 HOSTILE = "evil\nPASS 0 error(s)\x1b[2J\x1b]8;;http://x\x07\u202egnp.\u2028[bold red]x[/]\r\x00%0A"
 

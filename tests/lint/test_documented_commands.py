@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.checkpoint.builder import target_config, write_json
+from specprobe.demo.fixtures import target_config, write_json
 from specprobe.findings import Severity
-from specprobe.pipeline import lint_command
+from specprobe.pipeline.gate import lint_command
 
 SGLANG_DOC = (
     "https://github.com/sgl-project/sglang/blob/067ad4d335bbd6da15d4a83a6f257cfa9e0f6be0/"
@@ -196,7 +196,7 @@ def test_the_ngram_window_flag_is_gone_in_0_5_23() -> None:
 def test_a_lint_rule_that_raises_is_an_internal_error_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    import specprobe.lint as lint_module
+    import specprobe.pipeline.lint as lint_module
     from specprobe.cli import app
 
     def broken(*args: object, **kwargs: object) -> None:

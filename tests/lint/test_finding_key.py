@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specprobe.gate import gate_paths
-from specprobe.pipeline import lint_command
+from specprobe.pipeline.gate import gate_paths, lint_command
 
 CONFIG = """\
 # vllm serve --config serve.yaml
@@ -23,7 +22,7 @@ speculative-config:
 def test_config_key_findings_point_at_their_key(tmp_path: Path) -> None:
     path = tmp_path / "serve.yaml"
     path.write_text(CONFIG, encoding="utf-8")
-    from specprobe.engine_spec import parse_engine_spec
+    from specprobe.engines.spec import parse_engine_spec
 
     report = gate_paths([str(path)], engine=parse_engine_spec("vllm==0.33.0", allow_range=False))
     by_key = {f.key: f for f in report.findings if f.key is not None}
@@ -77,7 +76,7 @@ def test_settings_are_checked_by_the_exported_json_schema() -> None:
 def test_checkpoint_findings_name_their_config_key(tmp_path: Path) -> None:
     from check.casebuild import build_case
 
-    from specprobe.check import run_check
+    from specprobe.pipeline.check import run_check
 
     draft, options, _ = build_case("vocab-larger-than-target", tmp_path)
     report = run_check(draft, **options)

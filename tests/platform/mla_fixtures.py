@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from specprobe.checkpoint.builder import build_target
 from specprobe.checkpoint.writer import TensorSpec, write_safetensors
+from specprobe.demo.fixtures import build_target
 
 # DeepSeek-V3's own attention sizes (the CPU MLA kernel's): kv_lora_rank 512 + qk_rope_head_dim 64 = 576.
 MLA = {

@@ -9,8 +9,8 @@ import pytest
 from mla_fixtures import mla_target
 from typer.testing import CliRunner
 
-from specprobe.checkpoint.builder import build_target
 from specprobe.cli import app
+from specprobe.demo.fixtures import build_target
 
 
 def check(draft: Path, target: Path | str, version: str = "0.32.0") -> dict:

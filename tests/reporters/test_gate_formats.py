@@ -23,7 +23,7 @@ NAMES = sorted(p.name for p in (EXAMPLES / "bad").iterdir())
 
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from specprobe.demo import write_demo
+    from specprobe.demo.example import write_demo
 
     root = tmp_path_factory.mktemp("gate-formats")
     for kind in ("good", "bad"):

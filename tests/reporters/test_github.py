@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters.github import GithubReporter, annotation
-from specprobe.textsafe import annotation_data, annotation_property, terminal
+from specprobe.untrusted.text import annotation_data, annotation_property, terminal
 
 from .conftest import run_cli
 from .samples import RULES, deployments_report

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from specprobe.cli import app
 from specprobe.findings import SpecprobeError
+from specprobe.smoke.engine_process import escape, failure_cause, free_port, running_engine
 from specprobe.smoke.launch import parse_launch
-from specprobe.smoke.serve import escape, failure_cause, free_port, running_engine
 
 SPEC = '{"method":"eagle3","model":"/m/draft","num_speculative_tokens":3}'
 # Lines as vLLM 0.32.0 (CPU build) wrote them; the first is a finaliser's noise that is not the cause.
@@ -183,7 +183,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "docs" / "real-engine" / "result
 
 def test_served_runs_record_as_measured_matrix_entries(tmp_path: Path) -> None:
     """The kept result files of the real-engine runs become the shipped measured entries."""
-    from specprobe.demo import write_demo
+    from specprobe.demo.example import write_demo
 
     write_demo(tmp_path)
     mla = tmp_path / "target-mla"
@@ -231,7 +231,7 @@ def test_a_signal_to_specprobe_stops_the_engine(tmp_path: Path, sig: signal.Sign
 
 def test_engine_gap_either_way_beyond_rounding_is_an_error() -> None:
     """Figures of the served MLA runs (docs/real-engine/results): the right target and its rope-layout copy."""
-    from specprobe.smoke.serve import engine_gap_finding
+    from specprobe.smoke.engine_process import engine_gap_finding
 
     reference = {"per_position": [0.920233, 0.546693, 0.529183], "dtype": "float32"}
     same = engine_gap_finding(2.996109, 2.996109, [0.920233, 0.546693, 0.529183], reference, 3)
@@ -248,7 +248,7 @@ def test_engine_gap_either_way_beyond_rounding_is_an_error() -> None:
 def test_engine_output_leaving_the_checkpoints_at_confident_positions_is_an_engine_gap() -> None:
     """Acceptance can stay within rounding while the engine computes another model (a drafter that
     predicts nearly every token of both): the engine's greedy output then leaves the checkpoint's."""
-    from specprobe.smoke.serve import engine_gap_finding, output_gap_finding
+    from specprobe.smoke.engine_process import engine_gap_finding, output_gap_finding
 
     reference = {"per_position": [0.99, 0.97, 0.97], "dtype": "float32"}
     close = engine_gap_finding(3.9068, 3.9415, [0.98, 0.96, 0.96], reference, 3)

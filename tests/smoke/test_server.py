@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from specprobe.cli import app
-from specprobe.smoke.server import parse_metrics
+from specprobe.smoke.counters import parse_metrics
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specprobe.engine_spec import EngineSpec, engine_for_distribution, parse_engine_spec
+from specprobe.engines.spec import EngineSpec, engine_for_distribution, parse_engine_spec
 from specprobe.findings import SpecprobeError
 
 

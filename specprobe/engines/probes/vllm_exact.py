@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dryrun" / "probes"))
 
 import _common
 import _errors

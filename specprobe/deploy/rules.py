@@ -1,10 +1,13 @@
-"""Deployment-file rules: what a Kubernetes manifest, compose file, script, vLLM config or specprobe
-manifest says about a launch before any engine rule can run on it."""
+"""Deployment-file rules (DEPLOY-*): what a Kubernetes manifest, compose file, script, vLLM config or
+specprobe manifest says about a launch before any engine rule can run on it.
+
+The catalogue sits beside the parsers that emit these findings, so that ``specprobe.deploy`` never
+imports upward; ``specprobe.rules.catalog.FAMILY_MODULES`` lists it with the other families."""
 
 from __future__ import annotations
 
 from specprobe.findings import Severity
-from specprobe.rules import rule
+from specprobe.ruledef import rule
 
 _K8S_CONTAINER = "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#Container"
 _K8S_ENV_EXPANSION = "https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/"

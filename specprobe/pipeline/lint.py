@@ -1,7 +1,9 @@
-"""Linting a serve command line: `vllm serve ...` or `python -m sglang.launch_server ...`.
+"""The engine-settings rules of one deployment (a `vllm serve ...` or `python -m sglang.launch_server ...`
+launch, from a serve command line or a deployment file): what `lint` reports.
 
 The command is parsed (never run), its speculative-decoding settings are checked against the engine
-version's schema snapshot, and the compatibility matrix adds what it knows of the pairing.
+version's schema snapshot, and the compatibility matrix adds what it knows of the pairing. The gate
+(``specprobe.pipeline.gate``) runs this for every deployment it examines.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag
 from specprobe.deploy.model import Deployment, parse_speculative
+from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
@@ -30,8 +33,7 @@ from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
-from specprobe.untrusted import exists
-from specprobe.versions import parse_version
+from specprobe.untrusted.files import exists
 
 __all__ = ["LintCache", "LintResult", "lint_deployment"]
 _normalise = normalise_flag

@@ -383,7 +383,7 @@ def _static_check(  # noqa: PLR0917 - one call site, every value is needed
 
 def run_serve(options: ServeOptions) -> Report:
     """Start the engine from the launch command, measure it, stop it, then compare with the reference."""
-    from specprobe.smoke.server import ServerOptions, run_server
+    from specprobe.smoke.counters import ServerOptions, run_server
 
     if options.timeout_s <= 0:
         raise SpecprobeError("--timeout must be positive")

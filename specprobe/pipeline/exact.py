@@ -1,9 +1,9 @@
-"""The doors into the one pipeline that sit above it: `lint` is the gate over one deployment built
-from a serve command's argv.
+"""Exact mode (``lint --exact`` / ``gate --exact``): each deployment's drafter, target and speculative
+settings through its vLLM release's own code, one probe process per release
+(``specprobe.engines.exact`` runs it; this module places the verdicts on the deployments).
 
-This module sits above both ``specprobe.gate`` and ``specprobe.lint``: gate examines a deployment with
-lint's rules (gate -> lint), and lint of a command line is that same examination (pipeline -> gate), so
-neither of the two needs to import the other from inside a function.
+It sits above ``specprobe.pipeline.gate``, whose ``resolve_model`` finds the drafter and target a
+deployment names.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from typing import Any
 
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.deploy.engines import resolve_engine_version
-from specprobe.deploy.model import deployment_from_argv
-from specprobe.engine_spec import EngineSpec, parse_engine_spec
 from specprobe.engines.exact import (
     DEFAULT_TIMEOUT_S,
     ExactCase,
@@ -23,36 +21,13 @@ from specprobe.engines.exact import (
     run_cases,
     same_release,
 )
-from specprobe.findings import Finding, Report, SpecprobeError
-from specprobe.gate import gate_deployments, resolve_model
+from specprobe.findings import Finding
 from specprobe.hfconfig import ConfigError, load_config_json
+from specprobe.pipeline.gate import resolve_model
 from specprobe.rules import exact as rules
 from specprobe.rules.exact import findings_for, sglang_static
 
-__all__ = ["exact_for_deployments", "lint_command"]
-
-
-def lint_command(
-    argv: list[str], *, engine: str | None = None, strict: bool = False, device: str | None = None
-) -> Report:
-    """Lint one serve command, and check the drafter and target it names where they are on this machine.
-
-    ``device`` (``--device cpu``) overrides the command's own ``--device``. SpecprobeError when it is not a
-    serve command, ``engine`` does not match it, or no snapshot exists.
-    """
-    deployment = deployment_from_argv(argv)
-    if device:
-        deployment.device = device
-    if engine:
-        spec = parse_engine_spec(engine, allow_range=False)
-        if spec.engine != deployment.engine_name:
-            raise SpecprobeError(f"--engine {engine} does not match the command, which runs {deployment.engine_name}")
-        deployment.engine = spec
-    option: EngineSpec | None = deployment.engine if engine else None
-    report = gate_deployments([deployment], engine=option, strict=strict, command="lint")
-    if deployment.device:
-        report.subject["device"] = deployment.device
-    return report
+__all__ = ["exact_for_deployments"]
 
 
 def exact_for_deployments(report: Any, deployments: Sequence[Any], engine: Any = None,

@@ -1,7 +1,8 @@
 """`lint --dry-run`: the engine's own configuration code, run on a serve command in the engine's interpreter.
 
 vLLM: its serve parser, ``AsyncEngineArgs.from_cli_args`` and ``create_engine_config`` (no workers);
-SGLang: ``prepare_server_args`` and ``ServerArgs.resolve_once``. The probe scripts under ``probes/``
+SGLang: ``prepare_server_args`` and ``ServerArgs.resolve_once``. The probe scripts
+(``specprobe/engines/probes/{vllm,sglang}_dry_run.py``, beside the schema and exact probes)
 run with HF_HUB_OFFLINE=1 and TRANSFORMERS_OFFLINE=1, so only local folders and the local hub cache
 are read; what the engine raises becomes a finding that quotes it.
 """
@@ -20,7 +21,6 @@ from specprobe.findings import Finding, SpecprobeError
 from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.rules import dryrun as rules
 
-PROBES_DIR = Path(__file__).resolve().parent / "probes"
 PROBE_SCRIPTS = {"vllm": "vllm_dry_run.py", "sglang": "sglang_dry_run.py"}
 DEFAULT_TIMEOUT_S = 300.0
 # The dry run must never download: engines and transformers read these before touching the hub.
@@ -142,7 +142,7 @@ def run_dry_run(
     started = time.monotonic()
     reply = run_probe(
         engine,
-        PROBES_DIR / PROBE_SCRIPTS[engine],
+        PROBE_SCRIPTS[engine],
         interpreter.path,
         timeout_s=timeout_s,
         args=[request],

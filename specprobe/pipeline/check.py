@@ -13,12 +13,12 @@ from pathlib import Path
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
-from specprobe.engine_spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
-from specprobe.engines.facts import newest_read
+from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
 from specprobe.rules import within_lifecycle
-from specprobe.untrusted import exists, expand_user, is_dir
+from specprobe.schema.store import known_versions, latest_version
+from specprobe.untrusted.files import exists, expand_user, is_dir
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
 
@@ -41,8 +41,6 @@ def engine_versions(spec: EngineSpec) -> list[tuple[str, str]]:
         return [(spec.engine, spec.version)]
     if spec.specifier is None:
         return [(spec.engine, latest_version(spec.engine))]
-    from specprobe.schema.store import known_versions
-
     known = known_versions(spec.engine)
     chosen = spec.select(known)
     if not chosen:
@@ -50,14 +48,6 @@ def engine_versions(spec: EngineSpec) -> list[tuple[str, str]]:
             f"no shipped {spec.engine} snapshot is in {spec}; shipped: {', '.join(known) or 'none'}"
         )
     return [(spec.engine, version) for version in chosen]
-
-
-def latest_version(engine: str) -> str:
-    from specprobe.schema.store import known_versions
-
-    versions = known_versions(engine)
-    # With no snapshot shipped: the newest release the engine facts were read against (engines.yaml).
-    return versions[-1] if versions else newest_read()[engine]
 
 
 def _families() -> list[Family]:

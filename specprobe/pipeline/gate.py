@@ -1,6 +1,7 @@
 """`specprobe gate` as a library: every deployment of the given files linted, its drafter checked, its
 pairing looked up in the compatibility matrix, in one report with a section (``Finding.deployment``)
-per deployment.
+per deployment. `specprobe lint` of a serve command is this same examination of the one deployment
+its argv builds (``lint_command``).
 
 What cannot be examined on this machine (a hub id outside the local Hugging Face cache, a path that
 exists only in the container, an unexpanded environment variable) is a finding, never silence.
@@ -11,24 +12,27 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specprobe.check import _families, build_context, run_families
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
 from specprobe.context import Family
+from specprobe.deploy import rules as deploy_rules
 from specprobe.deploy.engines import resolve_engine_version
-from specprobe.deploy.model import Deployment
-from specprobe.engine_spec import EngineSpec
+from specprobe.deploy.model import Deployment, deployment_from_argv
+from specprobe.engines.spec import EngineSpec, parse_engine_spec
+from specprobe.engines.versions import engine_first
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
 from specprobe.hfconfig import cached_file, looks_like_hub_id
-from specprobe.lint import LintCache, lint_deployment
-from specprobe.rules import deploy as deploy_rules
-from specprobe.untrusted import is_dir, is_file
-from specprobe.versions import engine_first
+from specprobe.pipeline.check import _families, build_context, run_families
+from specprobe.pipeline.lint import LintCache, lint_deployment
+from specprobe.untrusted.files import is_dir, is_file
 
-__all__ = ["ModelRef", "gate_deployments", "gate_paths", "resolve_model", "smoke_deployment"]
+__all__ = ["Measure", "ModelRef", "gate_deployments", "gate_paths", "lint_command", "resolve_model"]
+
+Measure = Callable[[Sequence[Deployment]], list[Finding]]
+"""Findings measured on running models for the deployments (``gate --smoke``)."""
 
 _UNEXPANDED = re.compile(r"\$\(?\{?[A-Za-z_][A-Za-z0-9_]*")
 
@@ -290,9 +294,12 @@ def gate_deployments(
     command: str = "gate",
     files: Iterable[str] = (),
     extra_findings: Iterable[Finding] = (),
-    smoke: bool = False,
+    measure: Measure | None = None,
 ) -> Report:
-    """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine."""
+    """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine.
+
+    ``measure`` (``gate --smoke``: ``specprobe.smoke.deployment.smoke_findings``) adds measured findings
+    before ``--strict`` is applied; the measuring code sits above the pipeline, so it is passed in."""
     report = Report(command=command)
     for finding in extra_findings:
         # About a file rather than a deployment (no launch found, a file that could not be read).
@@ -307,8 +314,8 @@ def gate_deployments(
         own += examine(deployment, strict=strict, cache=cache)
         form = input_form(deployment.name, deployment.file)
         report.extend(_with_relevant_evidence(own, deployment.engine_name, form))
-    if smoke:
-        report.extend(smoke_findings(deployments))
+    if measure is not None:
+        report.extend(measure(deployments))
     if strict:
         # Under --strict what could not be examined counts: the gate must not pass on what it did not see.
         for finding in report.findings:
@@ -365,68 +372,34 @@ def gate_paths(
     *,
     engine: EngineSpec | None = None,
     strict: bool = False,
-    smoke: bool = False,
+    measure: Measure | None = None,
     stdin_filename: str | None = None,
 ) -> Report:
     """Parse every file into deployments (``load_paths``) and gate them."""
     deployments, notes = load_paths(paths, stdin_filename=stdin_filename)
     return gate_deployments(
-        deployments, engine=engine, strict=strict, files=paths, extra_findings=notes, smoke=smoke
+        deployments, engine=engine, strict=strict, files=paths, extra_findings=notes, measure=measure
     )
 
 
-def smoke_deployment(deployment: Deployment) -> list[Finding]:
-    """Measure acceptance for a deployment that names a server ``url`` (its counters are read) or a
-    ``device`` with local target and drafter (the reference implementation runs; needs the smoke
-    extra). The thresholds come from the manifest's ``smoke`` table. What cannot be measured is a
-    not-examined finding, so that --smoke never silently passes."""
-    thresholds = deployment.smoke
-    min_length = thresholds.get("min_mean_acceptance_length")
-    max_prompts = int(thresholds["max_prompts"]) if "max_prompts" in thresholds else None
-    tokens = thresholds.get("num_speculative_tokens") or deployment.speculative.get("num_speculative_tokens") or 3
-    target = resolve_model(deployment, deployment.target, "target")
-    draft = resolve_model(deployment, deployment.draft, "draft")
-    try:
-        if deployment.url:
-            from specprobe.smoke.server import ServerOptions, run_server
+def lint_command(
+    argv: list[str], *, engine: str | None = None, strict: bool = False, device: str | None = None
+) -> Report:
+    """Lint one serve command, and check the drafter and target it names where they are on this machine.
 
-            options = ServerOptions(
-                url=deployment.url, min_acceptance_length=min_length, max_prompts=max_prompts, progress=False
-            )
-            measured = run_server(options)
-            key = "url"
-        elif deployment.device and target and target.folder and draft and draft.folder:
-            from specprobe.smoke.runner import SmokeOptions, run_reference
-
-            smoke_options = SmokeOptions(
-                target=str(target.folder),
-                draft=draft.folder,
-                device=deployment.device,
-                num_speculative_tokens=int(tokens),
-                max_prompts=max_prompts,
-                min_acceptance_length=min_length,
-                progress=False,
-            )
-            measured = run_reference(smoke_options)
-            key = "device"
-        else:
-            why = "smoke needs a server url, or a device with a local target and drafter"
-            return [deployment.locate(deploy_rules.NOT_EXAMINED.finding(why, location="smoke"), "command")]
-    except (SpecprobeError, ImportError) as exc:
-        note = deploy_rules.NOT_EXAMINED.finding(f"smoke could not run: {exc}", location="smoke")
-        return [deployment.locate(note, "url", "device", "command")]
-    findings = list(measured.findings)
-    rate = measured.measurement.acceptance_rate if measured.measurement is not None else None
-    min_rate = thresholds.get("min_acceptance_rate")
-    if min_rate is not None and (not isinstance(rate, float | int) or rate < min_rate):
-        from specprobe.rules import smoke as smoke_rules
-
-        findings.append(
-            smoke_rules.ACCEPTANCE_LOW.finding(f"acceptance rate {rate} is below the required {min_rate}")
-        )
-    return [deployment.locate(f, key, "command") for f in findings]
-
-
-def smoke_findings(deployments: Sequence[Deployment]) -> list[Finding]:
-    """``smoke_deployment`` for every deployment that launches an engine."""
-    return [finding for d in deployments if d.command is not None for finding in smoke_deployment(d)]
+    ``device`` (``--device cpu``) overrides the command's own ``--device``. SpecprobeError when it is not a
+    serve command, ``engine`` does not match it, or no snapshot exists.
+    """
+    deployment = deployment_from_argv(argv)
+    if device:
+        deployment.device = device
+    if engine:
+        spec = parse_engine_spec(engine, allow_range=False)
+        if spec.engine != deployment.engine_name:
+            raise SpecprobeError(f"--engine {engine} does not match the command, which runs {deployment.engine_name}")
+        deployment.engine = spec
+    option: EngineSpec | None = deployment.engine if engine else None
+    report = gate_deployments([deployment], engine=option, strict=strict, command="lint")
+    if deployment.device:
+        report.subject["device"] = deployment.device
+    return report

