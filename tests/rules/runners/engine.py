@@ -18,8 +18,11 @@ so what a case says about an absent release does not depend on what is installed
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +31,13 @@ import pytest
 from specprobe.checkpoint.builder import DraftSpec
 from specprobe.deploy.model import deployment_from_argv
 from specprobe.engine_spec import parse_engine_spec
+from specprobe.findings import Report
 from specprobe.fix.gate import fix_plan_findings
 from specprobe.fix.run import FixOptions, run_fix
+from specprobe.pipeline import exact_for_deployments
+from specprobe.smoke.runner import measurement_findings
+from specprobe.smoke.serve import engine_gap_finding
+from specprobe.smoke.server import ServerOptions, run_server
 from tests.fix import builders
 from tests.rules.runners.deploy import offline
 
@@ -87,4 +95,131 @@ def run_fix_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]
     return report.fired()
 
 
-RUNNERS: dict[str, Runner] = {"fix": run_fix_case}
+class _RecordedServer(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server whose /metrics pages are the case's recorded scrapes, one per read
+    (the last repeats), and whose completions are ``tokens`` long."""
+
+    scrapes: list[str]
+    tokens: int
+    version: str
+    reads = 0
+
+    def do_GET(self) -> None:
+        if self.path.startswith("/metrics"):
+            page = self.scrapes[min(type(self).reads, len(self.scrapes) - 1)]
+            type(self).reads += 1
+            self._send(page.encode(), "text/plain; version=0.0.4")
+        elif self.path.startswith("/version"):
+            self._send(json.dumps({"version": self.version}).encode())
+        else:
+            self._send(b'{"data": [{"id": "served-model"}]}')
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = {"choices": [{"text": "x" * self.tokens, "token_ids": list(range(self.tokens))}],
+                "usage": {"completion_tokens": self.tokens}}
+        self._send(json.dumps(body).encode())
+
+    def _send(self, body: bytes, kind: str = "application/json") -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _measure_server(recorded: dict[str, Any], min_length: float | None) -> Report:
+    handler = type("Recorded", (_RecordedServer,), {"scrapes": list(recorded["scrapes"]),
+                                                     "tokens": int(recorded.get("tokens", 4)),
+                                                     "version": str(recorded.get("version", "0.33.0"))})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    # A short poll: shutdown() waits for the serving loop to look again.
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        return run_server(ServerOptions(url=f"http://127.0.0.1:{server.server_address[1]}",
+                                        max_prompts=int(recorded.get("prompts", 2)),
+                                        max_new_tokens=int(recorded.get("tokens", 4)),
+                                        min_acceptance_length=min_length, progress=False))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run_smoke_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]:
+    min_length = case.get("min_acceptance_length")
+    if "measurement" in case:
+        found = measurement_findings(case["measurement"], min_acceptance_length=min_length,
+                                     label=case.get("label", "reference backend"))
+        return {f.rule for f in found}
+    if "engine_gap" in case:
+        gap = case["engine_gap"]
+        finding = engine_gap_finding(gap["engine_length"], gap["reference_length"], gap.get("engine_per_position"),
+                                     gap["reference"], int(gap.get("k", 3)))
+        return {finding.rule}
+    return _measure_server(case["server"], min_length).fired()
+
+
+RULES_DIR = Path(__file__).resolve().parents[1]
+# Exact-mode verdicts of the cases that ran in a batch, by case folder: one engine import serves them all.
+_EXACT_DONE: dict[Path, set[str]] = {}
+
+
+def _launch(case: dict[str, Any], draft: Path, target: Path) -> list[str]:
+    engine = case["engine"].split("==")[0]
+    if engine == "sglang":
+        return ["python", "-m", "sglang.launch_server", "--model-path", str(target), "--speculative-algorithm",
+                case.get("method", "eagle3").upper(), "--speculative-draft-model-path", str(draft)]
+    spec = {"method": case.get("method", "eagle3"), "model": str(draft), "num_speculative_tokens": 3,
+            **case.get("speculative", {})}
+    return ["vllm", "serve", str(target), "--speculative-config", json.dumps(spec)]
+
+
+def _exact(cases: dict[Path, dict[str, Any]], root: Path) -> dict[Path, set[str]]:
+    """``lint --exact`` of each case's deployment (its drafter, target and speculative settings), as one
+    call per engine spec: the pipeline runs every deployment of one release in one probe process."""
+    fired: dict[Path, set[str]] = {}
+    by_engine: dict[str, list[tuple[Path, Any]]] = {}
+    for index, (folder, case) in enumerate(sorted(cases.items())):
+        draft = build_drafter(case["draft"], root / f"case{index}" / "draft")
+        target = build_target({"weights": False, **case.get("target", {})}, root / f"case{index}" / "target")
+        deployment = deployment_from_argv(_launch(case, draft, target))
+        # Named and filed as its case, so that each finding is placed on the case it is about.
+        deployment.name, deployment.file = f"case{index}", str(folder / "case.json")
+        by_engine.setdefault(case["engine"], []).append((folder, deployment))
+        fired[folder] = set()
+    for engine, items in by_engine.items():
+        report = Report(command="lint")
+        exact_for_deployments(report, [deployment for _, deployment in items],
+                              parse_engine_spec(engine, allow_range=False))
+        for folder, deployment in items:
+            fired[folder] = {f.rule for f in report.findings if f.deployment == deployment.name}
+    return fired
+
+
+def _provisioned_exact_cases() -> dict[Path, dict[str, Any]]:
+    found = {}
+    for path in sorted(RULES_DIR.glob("*/*/case.json")):
+        case = json.loads(path.read_text(encoding="utf-8"))
+        if case.get("kind") == "exact" and case.get("engine_cache") == "provisioned":
+            found[path.parent] = case
+    return found
+
+
+def run_exact_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]:
+    """Exact mode with the engine interpreters provisioned here (``"engine_cache": "provisioned"``, the engine
+    tier) or none. The first provisioned case runs every provisioned case under tests/rules in one batch."""
+    if case.get("engine_cache", "empty") != "provisioned":
+        with engine_cache(case, tmp_path):
+            return _exact({folder: case}, tmp_path)[folder]
+    if folder not in _EXACT_DONE:
+        pending = {path: one for path, one in _provisioned_exact_cases().items() if path not in _EXACT_DONE}
+        pending[folder] = case
+        with engine_cache(case, tmp_path):
+            _EXACT_DONE.update(_exact(pending, tmp_path))
+    return _EXACT_DONE[folder]
+
+
+RUNNERS: dict[str, Runner] = {"fix": run_fix_case, "smoke": run_smoke_case, "exact": run_exact_case}
