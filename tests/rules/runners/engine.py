@@ -8,9 +8,13 @@ Kinds:
   ``{draft}``/``{target}`` are that drafter and target) the case is ``gate --fix-plan`` of that command.
 - ``smoke``: the smoke rules on a recorded measurement (``"measurement"``: the figures of
   ``Measurement.from_figures``) or on a served engine's acceptance beside the reference backend's
-  (``"engine_gap"``); ``"server"`` is an OpenAI-compatible server in this process whose metrics are the
-  given text, measured by ``specprobe smoke --backend server``.
-- ``exact``, ``dryrun``: see their functions.
+  (``"engine_gap"``); ``"server"`` is an OpenAI-compatible server in this process whose /metrics pages are
+  recorded scrapes, measured as ``specprobe smoke --backend server`` does. The slow tier runs for real:
+  ``"reference"`` is the reference backend (torch) on briefly trained demo models, ``"serve"`` is
+  ``smoke --serve`` starting vLLM's CPU build from a launch command.
+- ``exact``: ``lint --exact`` of the case's drafter and target through vLLM's own code (engine tier; every
+  such case runs in one batch, one engine import) or with no interpreter here.
+- ``dryrun``: ``lint --dry-run`` with a provisioned engine interpreter (engine tier).
 
 ``"engine_cache": "empty"`` (the default for the fast tier) hides every engine interpreter of this machine,
 so what a case says about an absent release does not depend on what is installed.
@@ -304,14 +308,14 @@ _DRY_RUNS: dict[tuple[str, tuple[str, ...], str | None], set[str]] = {}
 @cache
 def _dry_run_models() -> dict[str, str]:
     """A Llama-style target of head size 32 (one vLLM's CPU attention runs) and an EAGLE-3 drafter for it,
-    written once per test process; ``{missing}`` is a folder that does not exist."""
+    written once per test process."""
     holder = tempfile.TemporaryDirectory(prefix="specprobe-rule-dry-run-")
     _KEEP.append(holder)
     root = Path(holder.name)
     target = checkpoints.build_target(root / "target", hidden_size=128, extra={"torch_dtype": "float32"})
     spec = DraftSpec(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2)
     draft = checkpoints.build_draft(root / "draft", spec)
-    return {"{target}": str(target), "{draft}": str(draft), "{missing}": str(root / "no-such-draft")}
+    return {"{target}": str(target), "{draft}": str(draft)}
 
 
 def run_dry_run_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]:
