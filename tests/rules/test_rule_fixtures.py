@@ -4,7 +4,9 @@
 near miss of that input (the valid variant, or the other side of the rule's boundary) on which it must
 not be. A case is ``{"kind": ..., "description": ..., "tier": "fast" | "engine" | "slow", ...}``; its
 kind names the runner (tests/rules/runners/) that runs specprobe on it for real, and its tier the test
-tier (``engine``: a provisioned engine interpreter, ``slow``: torch and trained models).
+tier (``engine``: a provisioned engine interpreter, ``slow``: torch and trained models). A rule folder
+holds ``fires/`` and ``passes/`` only; each may hold further input files its case names. A case that
+fires INTERNAL-ERROR fails (a crashed family proves nothing either way), except that rule's own.
 
 Coverage is static: every registered rule has both folders with a case of a kind that has a runner,
 and every folder names a registered rule, so the answer is the same under ``-k``, ``-m`` and xdist, and
@@ -47,24 +49,18 @@ def _cases() -> list[Any]:
             path = folder / side / "case.json"
             if not path.is_file():
                 continue  # reported by the coverage test
-            tier = _load(path).get("tier", "fast")
+            tier = str(_load(path).get("tier"))  # an unknown tier runs unmarked and fails the coverage test
             params.append(pytest.param(folder.name, side, id=f"{folder.name}/{side}", marks=TIERS.get(tier, ())))
     return params
 
 
-@pytest.fixture
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No hub access, and no engine interpreter unless the case's tier is one that uses it."""
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
-@pytest.mark.usefixtures("_isolated")
 @pytest.mark.parametrize(("rule_id", "side"), _cases())
 def test_rule_fixture(rule_id: str, side: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = RULES_DIR / rule_id / side
     case = _load(folder / "case.json")
-    if case.get("tier", "fast") == "fast":
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if case.get("tier") == "fast":
         # A fast case must not depend on (or be slowed by) an engine interpreter the machine happens to have.
         for variable in ENGINE_VARIABLES:
             monkeypatch.delenv(variable, raising=False)
@@ -98,7 +94,7 @@ def test_every_registered_rule_has_both_fixtures() -> None:
                 problems.append(f"{rule.id}/{side}: kind {case.get('kind')!r} has no runner")
             if not isinstance(case.get("description"), str) or not case["description"].strip():
                 problems.append(f"{rule.id}/{side}: no description")
-            if case.get("tier", "fast") not in TIERS:
+            if case.get("tier") not in TIERS:
                 problems.append(f"{rule.id}/{side}: tier {case.get('tier')!r} is not one of {sorted(TIERS)}")
     assert problems == []
 
@@ -107,6 +103,14 @@ def test_every_fixture_folder_names_a_registered_rule() -> None:
     registered = {rule.id for rule in all_rules()}
     strays = [folder.name for folder in _fixture_folders() if folder.name not in registered]
     assert strays == []
+    # Only the two sides: a misspelt side (fire/, pass/) would never run.
+    odd = [
+        f"{folder.name}/{p.name}"
+        for folder in _fixture_folders()
+        for p in folder.iterdir()
+        if p.name not in SIDES and p.name != "__pycache__"
+    ]
+    assert odd == []
 
 
 def _input(case: dict[str, Any]) -> str:
@@ -114,17 +118,14 @@ def _input(case: dict[str, Any]) -> str:
     return json.dumps({k: v for k, v in case.items() if k != "description"}, sort_keys=True)
 
 
-def test_fires_and_passes_share_kind_and_tier() -> None:
-    """A near miss is a different input through the same runner, in the same tier."""
-    mismatched = []
+def test_passes_is_a_different_input() -> None:
+    """A near miss that repeats its fires input would pass or fail with it, proving nothing."""
+    same = []
     for folder in _fixture_folders():
         paths = [folder / side / "case.json" for side in SIDES]
         if not all(p.is_file() for p in paths):
             continue
-        fires, passes = (_load(p) for p in paths)
-        if (fires.get("kind"), fires.get("tier", "fast")) != (passes.get("kind"), passes.get("tier", "fast")):
-            mismatched.append(f"{folder.name}: kind or tier differs")
         only_cases = all(sorted(p.name for p in path.parent.iterdir()) == ["case.json"] for path in paths)
-        if only_cases and _input(fires) == _input(passes):
-            mismatched.append(f"{folder.name}: fires and passes are the same input")
-    assert mismatched == []
+        if only_cases and _input(_load(paths[0])) == _input(_load(paths[1])):
+            same.append(folder.name)
+    assert same == []

@@ -4,8 +4,9 @@
 fields and edits), ``files`` (file-level damage), ``target`` (target_config() keywords, or raw
 config.json text) and ``check`` (run_check keywords: engine, method, deep, device). One addition:
 ``target_tensors`` ({name: {"shape": [...]}}) writes a header-true ``model.safetensors`` beside the
-target's config.json, for rules that read the target's tensor names. The drafter is written with the
-real writer and checked in-process.
+target's config.json, for rules that read the target's tensor names; and one more file op, ``link``
+(``name`` -> ``to``, a symbolic link inside the drafter folder), the near miss of the corpus's
+outside-pointing ``symlink``. The drafter is written with the real writer and checked in-process.
 
 ``deep``: a ``check`` case with ``--deep`` whose scan bounds are ``scan_bounds`` (``max_bytes``,
 ``max_seconds``) instead of the shipped ones (32 GiB, 20 s), which no test can exhaust.
@@ -48,7 +49,11 @@ def _build(case: dict[str, Any], tmp_path: Path) -> tuple[Path, dict[str, Any]]:
     build_draft_case(draft_dir, case.get("draft", {}))
     sandbox = tmp_path / "sandbox"
     sandbox.mkdir()
-    apply_file_ops(draft_dir, case.get("files", []), sandbox)
+    for op in case.get("files", []):
+        if op["op"] == "link":
+            (draft_dir / op["name"]).symlink_to(op["to"])
+        else:
+            apply_file_ops(draft_dir, [op], sandbox)
     kwargs: dict[str, Any] = dict(case.get("check", {}))
     unknown = set(kwargs) - CHECK_KEYS
     if unknown:
