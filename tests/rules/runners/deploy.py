@@ -33,6 +33,8 @@ from specprobe.gate import gate_paths
 from specprobe.pipeline import lint_command
 
 ENGINE_VARIABLES = ("SPECPROBE_VLLM_PYTHON", "SPECPROBE_SGLANG_PYTHON", "SPECPROBE_VLLM_CPU_PYTHON")
+# Temporary folders that live as long as the test process (removed when it exits).
+_KEEP: list[tempfile.TemporaryDirectory[str]] = []
 
 
 @cache
@@ -44,8 +46,6 @@ def _demo_root() -> Path:
     write_demo(root)
     return root
 
-
-_KEEP: list[tempfile.TemporaryDirectory[str]] = []
 
 
 def placeholders() -> dict[str, str]:

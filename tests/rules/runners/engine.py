@@ -57,6 +57,8 @@ from tests.fix import builders
 from tests.rules.runners.deploy import offline
 
 Runner = Callable[[dict[str, Any], Path, Path], set[str]]
+# Temporary folders that live as long as the test process (removed when it exits).
+_KEEP: list[tempfile.TemporaryDirectory[str]] = []
 
 
 def build_drafter(spec: dict[str, Any], folder: Path) -> Path:
@@ -300,7 +302,6 @@ def run_exact_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[st
     return _EXACT_DONE[folder]
 
 
-_KEEP: list[tempfile.TemporaryDirectory[str]] = []
 # lint --dry-run verdicts by (interpreter, command template, device): cases that run the same command share it.
 _DRY_RUNS: dict[tuple[str, tuple[str, ...], str | None], set[str]] = {}
 
