@@ -76,8 +76,7 @@ def test_corpus_expectations_name_real_rules() -> None:
         assert not unknown, f"{case}: {sorted(unknown)} are not rules"
 
 
-# That every check rule fires on some input (the corpus, or inputs the corpus cannot express, such as
-# a --deep scan cut short by its bound) is tests/test_rule_coverage.py's, for every family.
+# That every rule fires on some input, and not on its near miss, is tests/rules/'s, for every family.
 
 
 def _strict_runs() -> list[tuple[str, str | None]]:
