@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 import pytest
-from engine_interpreters import sglang_python, vllm_cpu_python, vllm_python
+
+from tests.engine_interpreters import sglang_python, vllm_cpu_python, vllm_python
 
 __all__ = ["demo_models", "sglang_python", "vllm_cpu_python", "vllm_python"]
 

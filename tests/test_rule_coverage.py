@@ -32,15 +32,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from check.casebuild import case_names, load_case
-from hostile.builders import valid_draft
 
 from specprobe.check import run_check
 from specprobe.demo import write_demo
 from specprobe.findings import Finding, Report
 from specprobe.rules import deep
 from specprobe.rules.catalog import all_rules
+from tests.check.casebuild import case_names, load_case
 from tests.fix.builders import BROKEN as FIX_BROKEN
+from tests.hostile.builders import valid_draft
 
 TESTS = Path(__file__).resolve().parent
 CONFIGS = TESTS / "compat" / "configs"
