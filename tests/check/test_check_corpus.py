@@ -11,8 +11,7 @@ import pytest
 
 from specprobe.pipeline.check import run_check
 from specprobe.rules.catalog import all_rules
-
-from .casebuild import SENTINEL, build_case, case_names
+from tests.check.casebuild import SENTINEL, build_case, case_names
 
 
 def _content_hash(path: Path) -> str:
@@ -67,7 +66,7 @@ def test_case(case: str, tmp_path: Path) -> None:
 
 
 def test_corpus_expectations_name_real_rules() -> None:
-    from .casebuild import load_case
+    from tests.check.casebuild import load_case
 
     known = {r.id for r in all_rules()}
     for case in case_names():
@@ -82,7 +81,7 @@ def test_corpus_expectations_name_real_rules() -> None:
 def _strict_runs() -> list[tuple[str, str | None]]:
     """(case, engine) for every valid case and each engine it is published for: ``strict_for`` in its
     expected.json (None = no --engine), or the engine its case.json pins, or no engine, vLLM and SGLang."""
-    from .casebuild import load_case
+    from tests.check.casebuild import load_case
 
     runs: list[tuple[str, str | None]] = []
     for case in case_names():
@@ -110,7 +109,7 @@ def test_valid_drafter_passes_strict_for_its_engine(case: str, engine: str | Non
 
 
 def test_valid_cases_left_out_of_an_engine_say_why() -> None:
-    from .casebuild import load_case
+    from tests.check.casebuild import load_case
 
     for case in case_names():
         expected = load_case(case)[1]

@@ -12,8 +12,7 @@ from specprobe.demo.fixtures import DraftSpec, build_draft
 from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import AttentionKind as A
 from specprobe.hfconfig import attention_traits, classify_attention, parse_model_config
-
-from .conftest import DRAFTERS, TARGETS, target
+from tests.compat.conftest import DRAFTERS, TARGETS, target
 
 # folder -> (primary kind, all traits, model_types)
 EXPECTED = {

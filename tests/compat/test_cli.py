@@ -13,8 +13,7 @@ from typer.testing import CliRunner
 
 from specprobe.cli import app
 from specprobe.compat.loader import load_file, load_matrix
-
-from .conftest import DRAFTERS, TARGETS
+from tests.compat.conftest import DRAFTERS, TARGETS
 
 SMOKE = Path(__file__).parent / "smoke"
 runner = CliRunner()

@@ -15,8 +15,7 @@ from specprobe.compat.snapshots import FolderSnapshots, StoreSnapshots, resolve_
 from specprobe.compat.subjects import build_pairing, parse_engine, parse_features
 from specprobe.findings import Severity, SpecprobeError
 from specprobe.schema.store import load_snapshot
-
-from .conftest import VLLM_0_16_ALLOWLIST, drafter, target
+from tests.compat.conftest import VLLM_0_16_ALLOWLIST, drafter, target
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,7 @@ from specprobe.deploy.argv import parse_command
 from specprobe.findings import SpecprobeError
 from specprobe.pipeline.gate import lint_command
 from specprobe.schema.store import known_versions
-
-from .conftest import DRAFTERS, TARGETS
+from tests.compat.conftest import DRAFTERS, TARGETS
 
 runner = CliRunner()
 VLLM = f"vllm=={known_versions('vllm')[-1]}"

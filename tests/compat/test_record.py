@@ -16,8 +16,7 @@ from specprobe.compat.record import classify_measurement, load_smoke_json, merge
 from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import build_pairing
 from specprobe.findings import Severity, SpecprobeError
-
-from .conftest import drafter, target
+from tests.compat.conftest import drafter, target
 
 SMOKE = Path(__file__).parent / "smoke"
 

@@ -13,8 +13,7 @@ from specprobe.hfconfig import ModelConfig, parse_model_config
 from specprobe.rules import RULES
 from specprobe.rules.catalog import all_rules
 from specprobe.rules.compat import run
-
-from .conftest import TARGETS
+from tests.compat.conftest import TARGETS
 
 
 @dataclass(frozen=True)

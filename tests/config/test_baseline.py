@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 from specprobe.baseline import Baseline, apply_baseline, fingerprint, read_baseline, render_baseline
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
-
-from .conftest import MPE_WARNING_ENGINE, run_cli
+from tests.config.conftest import MPE_WARNING_ENGINE, run_cli
 
 
 def lint_finding(line: int, message: str = "num_speculative_tokens 8 > 3", **kwargs: str) -> Finding:

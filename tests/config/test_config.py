@@ -21,8 +21,7 @@ from specprobe.config import (
     matches,
 )
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
-
-from .conftest import MPE_WARNING_ENGINE, run_cli
+from tests.config.conftest import MPE_WARNING_ENGINE, run_cli
 
 RULE_IDS = ["VOCAB-D2T-RANGE", "VOCAB-D2T-ORDER", "LINT-SPEC-TOKENS", "TARGET-MAX-POSITION", "TARGET-ATTENTION"]
 

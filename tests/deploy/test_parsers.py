@@ -13,8 +13,7 @@ from specprobe.deploy.kubernetes import expand_references
 from specprobe.deploy.loader import CannotReadError, EmptyInputError, load_deployments
 from specprobe.deploy.model import VersionSource
 from specprobe.deploy.shell import split_commands
-
-from .conftest import line_of
+from tests.deploy.conftest import line_of
 
 K8S = textwrap.dedent(
     """\

@@ -275,15 +275,33 @@ def test_target_hidden_from_another_target_is_unfixable(tmp_path: Path) -> None:
     assert "FIX-UNFIXABLE" in report.fired()  # type: ignore[attr-defined]
 
 
-def test_exact_hook_says_when_unavailable(tmp_path: Path) -> None:
-    import importlib.util
+def test_exact_hook_says_when_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No interpreter of the release anywhere (tests/conftest.py gives the fast tier no engine; said again
+    # here because the test is about that): an empty engine cache and no SPECPROBE_VLLM*_PYTHON.
+    monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(tmp_path / "engines"))
+    for variable in ("SPECPROBE_VLLM_PYTHON", "SPECPROBE_VLLM_CPU_PYTHON"):
+        monkeypatch.delenv(variable, raising=False)
+    target = make_target(tmp_path / "target")
+    draft = make_draft(tmp_path / "draft", DraftSpec())
+    report, _ = _fix(tmp_path, draft, target, "vllm==0.32.0", exact=True)
+    assert report.ok, _errors(report)  # type: ignore[attr-defined]
+    exact = report.extra["proof"]["exact"]  # type: ignore[attr-defined]
+    assert exact["available"] is False
+    assert exact["reason"].startswith("exact not available for vllm==0.32.0: "), exact["reason"]
+    assert "not installed" in exact["reason"], exact["reason"]
+    assert "FIX-EXACT" in report.fired()  # type: ignore[attr-defined]
 
+
+@pytest.mark.engine
+def test_exact_hook_loads_the_copy_in_the_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, vllm_cpu_python: Path
+) -> None:
+    """With vLLM 0.32.0 (CPU build) provisioned, --exact has the release's own code load the fixed copy."""
+    monkeypatch.setenv("SPECPROBE_VLLM_CPU_PYTHON", str(vllm_cpu_python))
     target = make_target(tmp_path / "target")
     draft = make_draft(tmp_path / "draft", DraftSpec())
     report, _ = _fix(tmp_path, draft, target, "vllm==0.32.0", exact=True)
     exact = report.extra["proof"]["exact"]  # type: ignore[attr-defined]
-    if importlib.util.find_spec("specprobe.engines.exact") is None:
-        assert exact["available"] is False and "exact not available" in exact["reason"]
-        assert "FIX-EXACT" in report.fired()  # type: ignore[attr-defined]
-    else:
-        assert "available" in exact
+    assert exact["available"] is True, exact
+    assert exact["ok"] is True and exact["errors"] == [], exact
+    assert "FIX-EXACT" not in report.fired()  # type: ignore[attr-defined]

@@ -16,13 +16,13 @@ import struct
 from pathlib import Path
 
 import pytest
-from hostile.builders import SENTINEL, TouchOnUnpickle, folder_fingerprint, make_sparse_tensor, valid_draft
-from hostile.cli import invoke, run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .conftest import EXAMPLES
-from .strategies import HEADERS, JSON_VALUES, NASTY_TEXT, dumps, hostile_snippets
+from tests.fuzz.conftest import EXAMPLES
+from tests.fuzz.strategies import HEADERS, JSON_VALUES, NASTY_TEXT, dumps, hostile_snippets
+from tests.hostile.builders import SENTINEL, TouchOnUnpickle, folder_fingerprint, make_sparse_tensor, valid_draft
+from tests.hostile.cli import invoke, run_cli
 
 CONFIG_KEYS = st.sampled_from(
     ["architectures", "hidden_size", "vocab_size", "draft_vocab_size", "num_hidden_layers", "num_attention_heads",

@@ -14,9 +14,8 @@ from specprobe.deploy.argv import parse_command
 from specprobe.deploy.loader import load_deployments
 from specprobe.findings import Report, SpecprobeError
 from specprobe.pipeline.gate import lint_command
-
-from .conftest import EXAMPLES
-from .strategies import JSON_VALUES, NASTY_TEXT, dumps, hostile_snippets
+from tests.fuzz.conftest import EXAMPLES
+from tests.fuzz.strategies import JSON_VALUES, NASTY_TEXT, dumps, hostile_snippets
 
 LAUNCHERS = st.sampled_from(
     [

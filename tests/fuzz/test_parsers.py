@@ -22,9 +22,8 @@ from specprobe.compat.record import load_smoke_json
 from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, attention_traits, parse_model_config, read_config_json
 from specprobe.untrusted.files import UntrustedInputError, parse_json
-
-from .conftest import EXAMPLES
-from .strategies import HEADERS, JSON_VALUES, dumps, hostile_snippets
+from tests.fuzz.conftest import EXAMPLES
+from tests.fuzz.strategies import HEADERS, JSON_VALUES, dumps, hostile_snippets
 
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.NonInteractiveExampleWarning")
 

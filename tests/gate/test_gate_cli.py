@@ -12,8 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from specprobe.cli import app
-
-from .conftest import line_of
+from tests.gate.conftest import line_of
 
 runner = CliRunner()
 

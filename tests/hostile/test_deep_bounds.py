@@ -9,8 +9,7 @@ import pytest
 
 from specprobe.pipeline.check import run_check
 from specprobe.rules import deep
-
-from .builders import make_sparse_tensor, valid_draft
+from tests.hostile.builders import make_sparse_tensor, valid_draft
 
 
 def test_a_100_gb_sparse_tensor_is_all_zero_without_being_read(tmp_path: Path) -> None:

@@ -14,9 +14,8 @@ from specprobe.checkpoint import folder as folder_module
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.hfconfig import MAX_CONFIG_BYTES
 from specprobe.untrusted.files import MAX_JSON_DEPTH
-
-from .builders import nested, split_safetensors, valid_draft, write_safetensors_raw
-from .cli import invoke, run_cli
+from tests.hostile.builders import nested, split_safetensors, valid_draft, write_safetensors_raw
+from tests.hostile.cli import invoke, run_cli
 
 
 def check_json(folder: Path, *extra: str) -> dict:

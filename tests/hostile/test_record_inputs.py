@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from .builders import nested
-from .cli import invoke
+from tests.hostile.builders import nested
+from tests.hostile.cli import invoke
 
 SMOKE = Path(__file__).resolve().parents[1] / "compat" / "smoke" / "reference-llama.json"
 ROOT = Path(__file__).resolve().parents[2]

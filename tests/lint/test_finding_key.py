@@ -74,9 +74,8 @@ def test_settings_are_checked_by_the_exported_json_schema() -> None:
 
 
 def test_checkpoint_findings_name_their_config_key(tmp_path: Path) -> None:
-    from check.casebuild import build_case
-
     from specprobe.pipeline.check import run_check
+    from tests.check.casebuild import build_case
 
     draft, options, _ = build_case("vocab-larger-than-target", tmp_path)
     report = run_check(draft, **options)

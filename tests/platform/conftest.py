@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mla_fixtures import mla_target
 
 from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
+from tests.platform.mla_fixtures import mla_target
 
 
 @pytest.fixture(scope="module")

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from mla_fixtures import mla_target
 from typer.testing import CliRunner
 
 from specprobe.cli import app
 from specprobe.demo.fixtures import build_target
+from tests.platform.mla_fixtures import mla_target
 
 
 def check(draft: Path, target: Path | str, version: str = "0.32.0") -> dict:

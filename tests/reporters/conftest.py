@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from check.casebuild import build_case
 from typer.testing import CliRunner
 
 from specprobe.cli import app
+from tests.check.casebuild import build_case
 
 # The engine version at which the mpe-2048 drafter (2048 positions for a 131072-position target) is
 # a warning (TARGET-MAX-POSITION is version-ranged; vLLM 0.16.0 is inside its range).

@@ -12,10 +12,10 @@ import jsonschema
 import junitparser
 import pytest
 
-from .conftest import run_cli
-from .test_github import parse as parse_annotation
-from .test_gitlab import CODE_QUALITY
-from .test_sarif import github_ingestion_problems, validate
+from tests.reporters.conftest import run_cli
+from tests.reporters.test_github import parse as parse_annotation
+from tests.reporters.test_gitlab import CODE_QUALITY
+from tests.reporters.test_sarif import github_ingestion_problems, validate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = sorted(p.name for p in (EXAMPLES / "bad").iterdir())

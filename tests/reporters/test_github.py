@@ -12,9 +12,8 @@ from hypothesis import strategies as st
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters.github import GithubReporter, annotation
 from specprobe.untrusted.text import annotation_data, annotation_property, terminal
-
-from .conftest import run_cli
-from .samples import RULES, deployments_report
+from tests.reporters.conftest import run_cli
+from tests.reporters.samples import RULES, deployments_report
 
 # The runner's side of the protocol: a command is `::name props::message` on one line, properties
 # split on unescaped ',' and '=' (actions/runner's ActionCommand parsing), then percent-decoded.

@@ -11,9 +11,8 @@ import jsonschema
 from specprobe.baseline import fingerprint
 from specprobe.findings import Severity
 from specprobe.reporters.gitlab import GitlabReporter
-
-from .conftest import MPE_WARNING_ENGINE, run_cli
-from .samples import RULES, deployments_report
+from tests.reporters.conftest import MPE_WARNING_ENGINE, run_cli
+from tests.reporters.samples import RULES, deployments_report
 
 # The documented table, as a schema: "Each object in that array must have at least the following
 # properties" (description, check_name, fingerprint, severity, location.path, location.lines.begin).

@@ -14,8 +14,7 @@ import pytest
 
 from specprobe.findings import Severity
 from specprobe.reporters import REPORTERS
-
-from .samples import RULES, deployments_report
+from tests.reporters.samples import RULES, deployments_report
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 FORMATS = sorted(REPORTERS)

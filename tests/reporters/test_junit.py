@@ -12,9 +12,8 @@ import pytest
 
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters.junit import JunitReporter
-
-from .conftest import MPE_WARNING_ENGINE, run_cli
-from .samples import COMPOSE, K8S, RULES, deployments_report
+from tests.reporters.conftest import MPE_WARNING_ENGINE, run_cli
+from tests.reporters.samples import COMPOSE, K8S, RULES, deployments_report
 
 
 def parse(xml: str, tmp_path: Path) -> junitparser.JUnitXml:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from specprobe.findings import Report, Section
 from specprobe.reporters.markdown import MarkdownReporter, cell
-
-from .samples import COMPOSE, K8S, RULES, deployments_report
+from tests.reporters.samples import COMPOSE, K8S, RULES, deployments_report
 
 
 def test_a_section_per_deployment_in_report_order() -> None:

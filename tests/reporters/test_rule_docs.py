@@ -22,9 +22,8 @@ from specprobe.ruledocs import (
 )
 from specprobe.rules import Rule
 from specprobe.rules.catalog import all_rules
-
-from .conftest import MPE_WARNING_ENGINE, run_cli
-from .samples import RULES
+from tests.reporters.conftest import MPE_WARNING_ENGINE, run_cli
+from tests.reporters.samples import RULES
 
 DOCS = Path(__file__).parents[2] / "docs" / "rules"
 

@@ -16,9 +16,8 @@ import pytest
 from specprobe.baseline import FINGERPRINT_KEY, fingerprint
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters.sarif import SarifReporter
-
-from .conftest import run_cli
-from .samples import K8S, RULES, deployments_report
+from tests.reporters.conftest import run_cli
+from tests.reporters.samples import K8S, RULES, deployments_report
 
 
 @cache

@@ -1,0 +1,1 @@
+"""specprobe's test suite: one package, imported as ``tests.<folder>.<module>`` everywhere."""
