@@ -134,10 +134,24 @@ def matrix_files(directory: Path | None = None) -> list[Path]:
 def load_matrix(paths: Iterable[Path] | None = None, *, extra: Iterable[Path] = ()) -> list[Entry]:
     """Every entry of the shipped matrix (or of ``paths``) plus ``extra`` files, in file then
     declaration order; files from outside the package are validated against the schema."""
+    extra = tuple(extra)
+    if paths is None and not extra:
+        # The shipped files are parsed once per process: one command asks for the matrix many times
+        # (a refused fix looks for alternatives once per candidate), and the entries are frozen.
+        return list(_shipped(tuple(matrix_files())))
+    shipped = [(path, False) for path in matrix_files()] if paths is None else [(path, True) for path in paths]
+    return _entries([*shipped, *((path, True) for path in extra)])
+
+
+@cache
+def _shipped(files: tuple[Path, ...]) -> tuple[Entry, ...]:
+    return tuple(_entries([(path, False) for path in files]))
+
+
+def _entries(files: Iterable[tuple[Path, bool]]) -> list[Entry]:
     entries: list[Entry] = []
     seen: dict[str, str] = {}
-    shipped = [(path, False) for path in matrix_files()] if paths is None else [(path, True) for path in paths]
-    for path, validate in [*shipped, *((path, True) for path in extra)]:
+    for path, validate in files:
         for entry in load_file(path, validate=validate):
             if entry.id in seen:
                 raise MatrixError(f"duplicate entry id {entry.id!r} in {path.name} (first in {seen[entry.id]})")

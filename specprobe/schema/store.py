@@ -7,7 +7,7 @@ Importing this module is cheap (no engine, no torch): ``check`` and ``matrix`` r
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -112,7 +112,9 @@ def _match(engine: str, version: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=32)
+# Unbounded: one process reads at most the shipped snapshots (about 60, each a few kB parsed), and a
+# bound below their number made a gate or matrix over many releases parse the same files again.
+@cache
 def _read(engine: str, version: str) -> EngineSchema:
     shared = _shared(engine)
     twin = shared["same_surface"].get(version)
