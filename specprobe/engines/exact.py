@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -24,8 +25,9 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from specprobe.checkpoint.folder import Checkpoint
-from specprobe.engines._probe import PROBES_DIR, Interpreter, release_interpreters, release_of, run_probe
+from specprobe.engines._probe import PROBES_DIR, Interpreter, Purpose, find_interpreters, release_of, run_probe
 from specprobe.engines._probe import shorten as shorten_message
+from specprobe.engines.provision import engines_dir
 from specprobe.findings import SpecprobeError
 
 PROBE = PROBES_DIR / "vllm_exact.py"
@@ -145,8 +147,6 @@ def _engine_cache(interpreter: Interpreter) -> Path | None:
     vLLM inspects each model class it has not seen in a subprocess that imports vLLM again (~20 s here)
     and keeps the answer under VLLM_CACHE_ROOT; a cache that lives with the venv pays that once per class,
     and never touches the user's own ~/.cache/vllm. Other interpreters get a temporary folder."""
-    from specprobe.engines.provision import engines_dir
-
     venv = interpreter.path.parent.parent
     try:
         inside = venv.resolve().parent == engines_dir().resolve()
@@ -183,14 +183,6 @@ def shorten(message: str) -> str:
     return shorten_message(message, _MESSAGE_LIMIT)
 
 
-
-
-
-
-
-
-
-
 def captured_layers(ids: Sequence[Any], layers: int | None) -> tuple[list[int], list[Any]]:
     """The target layer indices a forward pass captures for ``ids``, and the ids it never reaches.
 
@@ -205,17 +197,10 @@ def captured_layers(ids: Sequence[Any], layers: int | None) -> tuple[list[int], 
     return captured, never
 
 
-
-
 def exact_interpreters(engine: str, version: str) -> list[Interpreter]:
     """The engine cache's venvs of that exact release, then SPECPROBE_VLLM_CPU_PYTHON / SPECPROBE_VLLM_PYTHON
     (a venv of another release is not used: the reply's version is checked)."""
-    found = release_interpreters(engine, version)
-    for variable in (f"SPECPROBE_{engine.upper()}_CPU_PYTHON", f"SPECPROBE_{engine.upper()}_PYTHON"):
-        value = os.environ.get(variable)
-        if value and Path(value).exists():
-            found.append(Interpreter(Path(value), variable))
-    return found
+    return find_interpreters(engine, Purpose.EXACT, version=version)
 
 
 def same_release(reported: str | None, wanted: str) -> bool:
@@ -226,16 +211,8 @@ def same_release(reported: str | None, wanted: str) -> bool:
         return False
 
 
-
-
-
-
-
-
 def sglang_import_failure(python: Path, timeout_s: float = 300.0) -> str | None:
     """The last line of the error importing SGLang's EAGLE-3 draft module under ``python`` (None: it imports)."""
-    import subprocess
-
     code = "import sglang.srt.models.llama_eagle3"
     try:
         completed = subprocess.run(

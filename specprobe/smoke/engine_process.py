@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -28,16 +29,19 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from specprobe.engines._probe import Purpose, find_interpreters
 from specprobe.findings import Finding, Measurement, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
+from specprobe.smoke.counters import ServerOptions, run_server
 from specprobe.smoke.launch import LaunchCommand, local_folder, parse_launch
+from specprobe.smoke.plot import plot_per_position
+from specprobe.smoke.runner import SmokeOptions, measure_reference, static_check
 
 DEFAULT_TIMEOUT_S = 900.0
 STOP_GRACE_S = 15.0
 # Engine defaults specprobe sets only when the user's environment does not: a 1 GiB KV cache on the
 # CPU build (its default takes a share of the machine's memory, far more than a smoke test needs).
 ENGINE_ENV_DEFAULTS = {"vllm": {"VLLM_CPU_KVCACHE_SPACE": "1"}, "sglang": {}}
-PYTHON_ENV = {"vllm": ("SPECPROBE_VLLM_CPU_PYTHON", "SPECPROBE_VLLM_PYTHON"), "sglang": ("SPECPROBE_SGLANG_PYTHON",)}
 SGLANG_UNAVAILABLE = (
     "SGLang cannot run here: its wheel needs CUDA builds of sglang-kernel, and its CPU engine needs a "
     "kernel built from source and a CPU with AMX"
@@ -161,14 +165,10 @@ def free_port() -> int:
 
 
 def engine_python(engine: str, explicit: str | None) -> str:
-    """--python, else the engine's environment variables, else this interpreter."""
-    if explicit:
-        return explicit
-    for name in PYTHON_ENV.get(engine, ()):
-        value = os.environ.get(name)
-        if value:
-            return value
-    return sys.executable
+    """--python, else SPECPROBE_VLLM_CPU_PYTHON / SPECPROBE_<ENGINE>_PYTHON, else this interpreter (the
+    serving order of the one interpreter finder)."""
+    python = Path(explicit) if explicit else None
+    return str(find_interpreters(engine, Purpose.SERVE, python=python)[0].path)
 
 
 # Run in the engine's interpreter: finds the engine's modules and distributions without importing it.
@@ -191,8 +191,6 @@ print(json.dumps({"vllm": has("vllm"), "sglang": has("sglang"), "sgl_kernel": ha
 
 def probe_interpreter(python: str) -> dict[str, Any]:
     """What the engine's interpreter has installed; a missing or broken interpreter is exit 2."""
-    import json
-
     try:
         done = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -364,8 +362,6 @@ def _static_check(  # noqa: PLR0917 - one call site, every value is needed
     """`specprobe check` of a local drafter against the target; False when it refuses the run."""
     if draft is None:
         return True
-    from specprobe.smoke.runner import static_check
-
     check = static_check(draft, str(target) if target else None, engine, device=device)
     if check.ok:
         return True
@@ -383,8 +379,6 @@ def _static_check(  # noqa: PLR0917 - one call site, every value is needed
 
 def run_serve(options: ServeOptions) -> Report:
     """Start the engine from the launch command, measure it, stop it, then compare with the reference."""
-    from specprobe.smoke.counters import ServerOptions, run_server
-
     if options.timeout_s <= 0:
         raise SpecprobeError("--timeout must be positive")
     if options.max_new_tokens < 2:
@@ -475,8 +469,6 @@ def run_serve(options: ServeOptions) -> Report:
         timings["reference_seconds"] = round(time.perf_counter() - reference_start, 1)
     report.extra.update(timings)
     if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
-        from specprobe.smoke.plot import plot_per_position
-
         reference = measured.details.get("reference_per_position")
         plot_per_position(
             options.plot,
@@ -500,8 +492,6 @@ def compare_with_reference(  # noqa: PLR0917 - one call site, every value is nee
     completions: list[dict[str, Any]] | None = None,
 ) -> None:
     """The reference backend on the same prompts, K and dtype; the engine gap is the headline finding."""
-    from specprobe.smoke.runner import SmokeOptions, measure_reference
-
     reference_report = Report(command="smoke", subject={})
     reference = measure_reference(
         SmokeOptions(
