@@ -10,6 +10,7 @@ agree on which finding is which.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -83,8 +84,6 @@ def fingerprint(finding: Finding, root: Path | None = None) -> str:
     else:
         # No file: the readable location ("model.safetensors:d2t"), without any line position in it.
         where = _COLON_POSITION.sub("", finding.location or "")
-    import hashlib  # here, not at the top: every command imports this module, few fingerprint
-
     parts = (finding.rule, finding.deployment or "", where, normalise_message(finding.message, root))
     # surrogatepass: a file name that is not valid UTF-8 still has a fingerprint.
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
