@@ -10,7 +10,6 @@ agree on which finding is which.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import re
@@ -84,6 +83,10 @@ def fingerprint(finding: Finding, root: Path | None = None) -> str:
     else:
         # No file: the readable location ("model.safetensors:d2t"), without any line position in it.
         where = _COLON_POSITION.sub("", finding.location or "")
+    # hashlib loads OpenSSL (~3 ms): every check imports this module, only baselines, SARIF and GitLab
+    # output fingerprint.
+    import hashlib  # noqa: PLC0415
+
     parts = (finding.rule, finding.deployment or "", where, normalise_message(finding.message, root))
     # surrogatepass: a file name that is not valid UTF-8 still has a fingerprint.
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
