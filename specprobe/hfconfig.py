@@ -274,7 +274,7 @@ def cached_file(repo_id: str, name: str) -> Path | None:
     """``name`` of hub repository ``repo_id`` in the local hub cache (``hub_cache_dir``), or None;
     nothing is downloaded. An id the hub library refuses is simply not cached."""
     # Imported here: a local target or a bare command never pays for huggingface_hub's import.
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # noqa: PLC0415
 
     try:
         found = try_to_load_from_cache(repo_id, name, cache_dir=hub_cache_dir())
@@ -297,8 +297,8 @@ def resolve_config_path(spec: str) -> Path:
     if not looks_like_hub_id(spec):
         raise SpecprobeError(f"target {spec!r} is neither a folder, a config.json, nor a hub id")
     try:
-        from huggingface_hub import hf_hub_download
-        from huggingface_hub.errors import HFValidationError
+        from huggingface_hub import hf_hub_download  # noqa: PLC0415
+        from huggingface_hub.errors import HFValidationError  # noqa: PLC0415
     except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
         raise SpecprobeError(f"cannot resolve hub id {spec!r}: {exc}") from None
     try:

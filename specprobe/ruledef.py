@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from specprobe.engines.facts import answer, fact
 from specprobe.findings import Finding, Severity
 
 
@@ -43,8 +44,6 @@ class AppliesTo:
     def versions(self) -> list[str]:
         """The PEP 440 ranges of the fact that hold ``value`` (``["<0.22.0"]``)."""
         # Imported here: the facts are YAML read on first use, and most commands never explain a rule.
-        from specprobe.engines.facts import fact
-
         found = fact(self.engine, self.fact)
         if found is None:  # a definition error of specprobe itself, caught by the catalogue tests
             raise ValueError(f"applies_to names no engine fact {self.engine}/{self.fact}")
@@ -52,8 +51,6 @@ class AppliesTo:
 
     def contains(self, engine: str, version: str | None) -> bool | None:
         """Whether ``engine`` ``version`` is in range; None when the version is unknown or not PEP 440."""
-        from specprobe.engines.facts import answer
-
         if engine != self.engine:
             return False
         found = answer(engine, version, self.fact) if version else None

@@ -15,6 +15,8 @@ from typing import Any
 
 from specprobe.engines.facts import Answer, answer, newest_read
 from specprobe.engines.versions import parse_version
+from specprobe.findings import SpecprobeError
+from specprobe.schema.store import known_versions, load_snapshot, nearest_version
 
 __all__ = [
     "DEFAULT_AUX_EVIDENCE",
@@ -97,9 +99,6 @@ def sglang_context_length(config: dict[str, Any]) -> int | None:
 @functools.lru_cache(maxsize=64)
 def snapshot_field(engine: str, version: str, name: str) -> Any:
     """Field ``name`` of the shipped snapshot of exactly ``engine==version``; None when either is absent."""
-    from specprobe.findings import SpecprobeError
-    from specprobe.schema.store import load_snapshot
-
     try:
         schema = load_snapshot(engine, version)
     except SpecprobeError:
@@ -207,8 +206,6 @@ def model_architectures(engine: str, version: str) -> frozenset[str] | None:
 def _registry_snapshot(engine: str, version: str, nearest: bool) -> tuple[str, bool] | None:
     """The snapshot version whose registry stands for ``engine==version``: the version's own, the newest
     (flagged) past the newest release read, and with ``nearest`` the newest older one between snapshots."""
-    from specprobe.schema.store import known_versions, nearest_version
-
     if version in known_versions(engine) or snapshot_field(engine, version, "model_architectures") is not None:
         return version, False
     newest = _beyond_newest(engine, version)

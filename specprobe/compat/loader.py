@@ -43,7 +43,7 @@ def schema() -> dict[str, Any]:
 def validation_errors(document: Any) -> list[str]:
     """Schema violations of one parsed matrix file, each as 'path: message'."""
     # jsonschema costs ~0.2 s to import: only files from outside the package pay for it.
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator  # noqa: PLC0415
 
     validator = Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))

@@ -13,7 +13,7 @@ import yaml
 
 from specprobe.compat.loader import MatrixError, entry_from_dict, parse_matrix_yaml, validation_errors
 from specprobe.compat.model import Acceptance, Entry, EntryKind, Status
-from specprobe.compat.subjects import DraftInfo, TargetInfo, parse_engine
+from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target, parse_engine
 from specprobe.findings import Severity, SpecprobeError
 from specprobe.untrusted.files import UntrustedInputError, load_json_file
 
@@ -112,8 +112,6 @@ def recorded_subjects(
 ) -> tuple[TargetInfo, DraftInfo | None]:
     """The target and drafter to classify: ``--target``/``--draft`` when given, else the result file's
     subject; a path from the file that is not here says that it came from the file."""
-    from specprobe.compat.subjects import classify_draft, classify_target
-
     subject = data["subject"]
 
     def from_file(what: str, spec: str, classify: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from specprobe.checkpoint import detect_layout, load_checkpoint
 from specprobe.compat.model import FEATURES, Pairing
 from specprobe.engines.spec import parse_engine_spec
 from specprobe.findings import SpecprobeError
@@ -126,8 +127,6 @@ def draft_format_from_config(raw: dict[str, Any]) -> str | None:
 def _check_detection(path: Path) -> tuple[str | None, str | None]:
     """check's own detection (config.json plus safetensors tensor names, headers only), so that
     check and matrix name a drafter the same way."""
-    from specprobe.checkpoint import detect_layout, load_checkpoint
-
     checkpoint = load_checkpoint(path)
     layout = detect_layout(checkpoint, checkpoint.config_raw)
     return layout.draft_format, layout.architecture

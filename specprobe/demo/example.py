@@ -120,14 +120,16 @@ def write_demo(root: Path) -> None:
 
 def train_demo(root: Path) -> None:
     """Train target/, draft/ and draft-broken/ under ``root`` (the smoke extra is needed)."""
-    from specprobe.demo.train import build_demo_models
+    # torch and transformers: the static demo (write_demo) must not load them.
+    from specprobe.demo.train import build_demo_models  # noqa: PLC0415
 
     build_demo_models(root)
 
 
 def smoke_demo(root: Path) -> dict[str, Report]:
     """Reference smoke runs of both trained drafters; the broken one is measured despite its errors."""
-    from specprobe.smoke.runner import SmokeOptions, run_reference
+    # torch: as train_demo.
+    from specprobe.smoke.runner import SmokeOptions, run_reference  # noqa: PLC0415
 
     target = str(root / "target")
     return {

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors.torch import load_file, save_file
 from torch.nn import functional
 
+from specprobe.compat.engine_facts import default_aux_layers
 from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter, checkpoint_state, decode_attention
 
 # Standard-library modules whose sources form the training text: plain Python, present in every
@@ -82,8 +84,6 @@ class TrainPlan:
     @property
     def aux_layer_ids(self) -> tuple[int, ...]:
         """Low, middle and high layers; vLLM's own default (2, L//2, L-3) needs L >= 6."""
-        from specprobe.compat.engine_facts import default_aux_layers
-
         layers = self.num_layers
         if layers >= 6:
             return tuple(default_aux_layers(layers))
@@ -140,8 +140,10 @@ def corpus_text(max_chars: int) -> str:
 
 def train_tokenizer(text: str, vocab_size: int, out_dir: Path) -> Any:
     """A byte-level BPE tokenizer, saved as a transformers fast tokenizer (tokenizer.json)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    # transformers costs ~2 s beyond torch: the checkpoint-copy helpers (head_size_copy, rope_layout_copy)
+    # need none of it.
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: PLC0415
+    from transformers import PreTrainedTokenizerFast  # noqa: PLC0415
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -163,7 +165,8 @@ def train_tokenizer(text: str, vocab_size: int, out_dir: Path) -> Any:
 
 def _target_model(plan: TrainPlan, vocab_size: int) -> Any:
     if plan.mla:
-        from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+        # transformers: see train_tokenizer.
+        from transformers import DeepseekV3Config, DeepseekV3ForCausalLM  # noqa: PLC0415
 
         mla_config = DeepseekV3Config(
             vocab_size=vocab_size,
@@ -191,7 +194,7 @@ def _target_model(plan: TrainPlan, vocab_size: int) -> Any:
             rope_interleave=True,
         )
         return DeepseekV3ForCausalLM(mla_config)
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM  # noqa: PLC0415
 
     config = LlamaConfig(
         vocab_size=vocab_size,
@@ -402,8 +405,6 @@ def train_drafter(
 
 def save_drafter(drafter: Eagle3Drafter, t2d: torch.Tensor, out_dir: Path, *, d2t: torch.Tensor | None = None) -> None:
     """vLLM format: config.json (`LlamaForCausalLMEagle3`) and model.safetensors with d2t/t2d inside."""
-    from safetensors.torch import save_file
-
     out_dir.mkdir(parents=True, exist_ok=True)
     state = checkpoint_state(drafter, t2d=t2d)
     if d2t is not None:
@@ -436,8 +437,6 @@ def rope_layout_copy(target_dir: Path, out_dir: Path) -> Path:
     original stays right for it; vLLM ignores `rope_interleave` and applies interleaved rope to the
     permuted rows, so it serves a different model from the one the drafter was trained on.
     """
-    from safetensors.torch import load_file, save_file
-
     config = json.loads((target_dir / "config.json").read_text(encoding="utf-8"))
     rope = int(config["qk_rope_head_dim"])
     nope = int(config["qk_nope_head_dim"])

@@ -18,6 +18,7 @@ from specprobe.deploy.engines import image_engine, image_entrypoint, image_witho
 from specprobe.deploy.launchers import unwrap
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
+from specprobe.deploy.vllm_config import annotate_speculative, config_path, splice_config
 from specprobe.deploy.yamlsource import LineDict, load_documents
 from specprobe.findings import Finding, SpecprobeError
 
@@ -320,8 +321,6 @@ def _with_config_file(
 ) -> tuple[list[str], list[int | None], LineDict | None]:
     """The launch with its vLLM ``--config`` file spliced in, and that config when its lines are this
     file's (a ConfigMap of the same manifest)."""
-    from specprobe.deploy.vllm_config import config_path, splice_config
-
     path = config_path(launch.argv)
     detected = detect_engine(launch.argv)
     if not path or detected is None or detected[0] != "vllm":
@@ -370,8 +369,6 @@ def to_deployments(
             base_dir=base_dir,
         )
         if config is not None:
-            from specprobe.deploy.vllm_config import annotate_speculative
-
             annotate_speculative(deployment, config)
         deployment.image = launch.image or image
         deployment.source.set("image", image_line if deployment.image == image else launch.lines[0])

@@ -14,6 +14,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+import yaml
+from jsonschema import Draft202012Validator
+
 from specprobe.findings import SpecprobeError
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)?)?")
@@ -68,8 +71,6 @@ def _data(name: str) -> str:
 
 def validate(raw: Any) -> None:
     """SpecprobeError naming the first entry of ``raw`` that the launchers schema refuses."""
-    from jsonschema import Draft202012Validator
-
     validator = Draft202012Validator(json.loads(_data("launchers.schema.json")))
     for error in validator.iter_errors(raw):
         where = "/".join(str(part) for part in error.absolute_path) or "(top level)"
@@ -79,9 +80,7 @@ def validate(raw: Any) -> None:
 @lru_cache(maxsize=1)
 def launchers() -> Launchers:
     """The shipped launchers. The file is checked against its schema by the test suite (``validate``),
-    not at each start: importing jsonschema would cost every lint and gate run ~0.2 s."""
-    import yaml  # here, not at import: `specprobe.deploy` loads no YAML reader until a file is read
-
+    not at each start: the shipped file cannot change under a run."""
     raw = yaml.safe_load(_data("launchers.yaml"))
     engines = tuple(
         EngineLauncher(

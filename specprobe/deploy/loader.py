@@ -17,9 +17,25 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specprobe.deploy import rules
+from specprobe.deploy import (
+    compose,
+    kubernetes,
+    llmd,
+    manifest,
+    rayserve,
+    recipes,
+    rules,
+    skypilot,
+    srtslurm,
+    vllm_config,
+)
+from specprobe.deploy.dockerfile import is_dockerfile, parse_dockerfile
+from specprobe.deploy.launch import find_launches, to_deployments
+from specprobe.deploy.manifest import parse_manifest
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.render import NotRenderedError, RenderRoot, render, render_root
+from specprobe.deploy.shell import ShellSyntaxError, parse_script
+from specprobe.deploy.yamlsource import LineDict, load_documents, relocate
 from specprobe.findings import Finding, SpecprobeError
 
 if TYPE_CHECKING:  # the YAML reader is loaded when a file is read, not at import
@@ -69,8 +85,6 @@ def _read(path: Path, shown: str) -> str:
 def _written_configs(files: dict[str, tuple[str, int]], shown: str) -> dict[str, LineDict]:
     """YAML/JSON files a script writes from a heredoc, parsed with their lines in the script (a vLLM
     ``--config`` written inline); text that is not YAML is left out."""
-    from specprobe.deploy.yamlsource import LineDict, load_documents, relocate
-
     configs: dict[str, LineDict] = {}
     for name, (text, first_line) in files.items():
         if not name.endswith((".yaml", ".yml", ".json")):
@@ -86,9 +100,6 @@ def _written_configs(files: dict[str, tuple[str, int]], shown: str) -> dict[str,
 
 
 def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
-    from specprobe.deploy.launch import find_launches, to_deployments
-    from specprobe.deploy.shell import ShellSyntaxError, parse_script
-
     try:
         script = parse_script(text)
     except ShellSyntaxError as exc:
@@ -117,8 +128,6 @@ def _shell(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], lis
 
 
 def _toml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
-    from specprobe.deploy.manifest import parse_manifest
-
     try:
         root = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -129,19 +138,6 @@ def _toml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
 
 
 def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
-    from specprobe.deploy import (
-        compose,
-        kubernetes,
-        llmd,
-        manifest,
-        rayserve,
-        recipes,
-        skypilot,
-        srtslurm,
-        vllm_config,
-    )
-    from specprobe.deploy.yamlsource import load_documents
-
     documents = [d for d in load_documents(text, shown) if d is not None]
     if not documents:
         return [], []  # empty or comments only (a chart rendered with everything off): nothing launches
@@ -177,8 +173,6 @@ def _load_file(path: Path, shown: str, text: str | None = None) -> tuple[list[De
         raise EmptyInputError(f"{shown}: empty (only blanks and comments)")
     base_dir = path.parent
     suffix = path.suffix.lower()
-    from specprobe.deploy.dockerfile import is_dockerfile, parse_dockerfile
-
     if is_dockerfile(path):
         found = parse_dockerfile(text, shown, base_dir)
     elif suffix in _SHELL_SUFFIXES or text.startswith("#!"):
@@ -290,8 +284,6 @@ def load_deployments(path: str, *, stdin_name: str | None = None) -> tuple[list[
             return [], [_file_finding(exc, path)]
     if not given.is_dir():
         raise CannotReadError(f"{path} is not a file")
-    from specprobe.deploy.dockerfile import is_dockerfile
-
     deployments: list[Deployment] = []
     findings: list[Finding] = []
     roots = sorted({p.parent for p in given.rglob("*") if p.name == "Chart.yaml" or p.name in _KUSTOMIZATIONS})

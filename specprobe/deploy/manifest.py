@@ -16,6 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from specprobe.deploy import rules
 from specprobe.deploy.launch import find_launches, shown_command
 from specprobe.deploy.model import Deployment, VersionSource, deployment_from_argv
@@ -107,8 +109,6 @@ class _Lines:
 
 
 def _schema_findings(root: Any, lines: _Lines, file: str) -> list[Finding]:
-    from jsonschema import Draft202012Validator
-
     validator = Draft202012Validator(manifest_schema())
     findings = []
     for error in sorted(validator.iter_errors(_plain(root)), key=lambda e: [str(p) for p in e.absolute_path])[:50]:

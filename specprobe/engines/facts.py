@@ -128,7 +128,7 @@ def _read_yaml(path: Path, validator: Any | None) -> dict[str, Any]:
 
 def _validator() -> Any:
     # Imported here: jsonschema costs start-up time, and only the first answer of a run needs it.
-    import jsonschema
+    import jsonschema  # noqa: PLC0415
 
     schema = json.loads((data_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
     cls = jsonschema.validators.validator_for(schema)

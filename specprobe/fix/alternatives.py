@@ -9,10 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specprobe.checkpoint.layout import effective_draft_config
+from specprobe.compat.evaluate import evaluate
+from specprobe.compat.loader import load_matrix
 from specprobe.findings import SpecprobeError
 from specprobe.fix.model import FixPlan
 from specprobe.fix.plan import build_plan
 from specprobe.hfconfig import ModelConfig, parse_model_config
+from specprobe.rules.compat import pairings_for
+from specprobe.schema.store import known_versions
 
 
 @dataclass
@@ -37,8 +42,6 @@ class Alternatives:
 
 def _ranges(engine: str, versions: list[str]) -> str:
     """Runs of consecutive shipped releases: ``0.18.0-0.34.0, 0.9.0``."""
-    from specprobe.schema.store import known_versions
-
     order = known_versions(engine)
     chosen = set(versions)
     runs: list[list[str]] = []
@@ -66,11 +69,6 @@ class _Context:
 
 def matrix_failures(plan: FixPlan) -> list[tuple[str, str | None]]:
     """(message, hint) of the matrix verdicts that say the fixed pairing fails on the plan's release."""
-    from specprobe.checkpoint.layout import effective_draft_config
-    from specprobe.compat.evaluate import evaluate
-    from specprobe.compat.loader import load_matrix
-    from specprobe.rules.compat import pairings_for
-
     config = plan.config or {}
     architectures = config.get("architectures")
     context = _Context(
@@ -92,8 +90,6 @@ def matrix_failures(plan: FixPlan) -> list[tuple[str, str | None]]:
 
 def find_alternatives(draft_dir: Path, *, target: str, asked: tuple[str, str], format_out: str | None) -> Alternatives:
     """Every shipped release of both engines whose plan has no blocker and no matrix failure."""
-    from specprobe.schema.store import known_versions
-
     found = Alternatives()
     for engine in ("vllm", "sglang"):
         for version in known_versions(engine):

@@ -6,9 +6,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
+from specprobe.deploy.engines import resolve_engine_version
 from specprobe.deploy.model import Deployment
 from specprobe.engines.spec import EngineSpec
 from specprobe.findings import Finding, SpecprobeError
+from specprobe.fix.plan import build_plan
 from specprobe.rules import fix as rules
 from specprobe.untrusted.files import is_dir
 
@@ -30,8 +32,6 @@ def fix_command(deployment: Deployment) -> str | None:
         return None
     draft, target = found
     engine = f"{deployment.engine.engine}=={deployment.engine.version}"
-    from specprobe.fix.plan import build_plan
-
     try:
         plan = build_plan(draft, target=target, engine=engine)
     except SpecprobeError:
@@ -44,8 +44,6 @@ def fix_command(deployment: Deployment) -> str | None:
 
 def fix_plan_findings(deployments: Sequence[Deployment], engine: EngineSpec | None) -> list[Finding]:
     """One FIX-COMMAND finding per deployment (as gate read them) whose drafter fix can repair."""
-    from specprobe.deploy.engines import resolve_engine_version
-
     findings = []
     for deployment in deployments:
         if deployment.command is not None:

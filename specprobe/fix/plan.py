@@ -19,7 +19,7 @@ from typing import Any
 
 from specprobe.checkpoint.folder import Checkpoint, TensorInfo, load_checkpoint
 from specprobe.checkpoint.layout import DRAFT_FORMATS, Layout, detect_layout, effective_draft_config
-from specprobe.checkpoint.rewrite import ByteRange, sha256_range
+from specprobe.checkpoint.rewrite import ByteRange, sha256_range, sha256_ranges
 from specprobe.checkpoint.safetensors_header import DTYPE_SIZES, INTEGER_DTYPES, HeaderError, read_tensor
 from specprobe.checkpoint.vocab import MAX_VOCAB_MAP_BYTES, read_vocab_tensor
 from specprobe.compat.engine_facts import (
@@ -806,6 +806,4 @@ def tensor_digest(tensor: PlannedTensor) -> str:
     """sha256 of the bytes the copy will hold for ``tensor`` (derived data or its source ranges)."""
     if tensor.data is not None:
         return hashlib.sha256(tensor.data).hexdigest()
-    from specprobe.checkpoint.rewrite import sha256_ranges
-
     return sha256_ranges(tensor.ranges)

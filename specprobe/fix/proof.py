@@ -9,6 +9,7 @@ called when that module is importable and says "exact not available" otherwise.
 from __future__ import annotations
 
 import importlib.util
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,8 +76,6 @@ def checksums(plan: FixPlan, written: Written) -> list[TensorProof]:
 
     The two sides are read independently, on two threads (hashlib releases the GIL on large buffers,
     so the two passes overlap on a second core)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     def copy_digest(name: str) -> str:
         file, begin, end = written.offsets[name]
         return sha256_range(written.folder / file, begin, end - begin)
@@ -125,9 +124,11 @@ def reference_logits(plan: FixPlan, folder: Path, *, seed: int = 0, positions: i
     target = plan.target
     if not _target_small(target):
         return {"compared": False, "reason": "the target is not a local folder of safetensors weights under 2 GiB"}
-    import torch
+    # torch is optional (the smoke extra) and costs seconds: imported only once it is known to be there and
+    # the target small enough to compare; fix without it still writes and checks the copy.
+    import torch  # noqa: PLC0415
 
-    from specprobe.smoke.eagle3 import DrafterFormatError, DraftKVCache, load_drafter
+    from specprobe.smoke.eagle3 import DrafterFormatError, DraftKVCache, load_drafter  # noqa: PLC0415
 
     embed = _target_embedding(target)
     if embed is None:
@@ -179,8 +180,9 @@ def reference_logits(plan: FixPlan, folder: Path, *, seed: int = 0, positions: i
 
 
 def _target_embedding(target: TargetFiles) -> Any:
-    import torch
-    from safetensors import safe_open
+    # torch is optional: see reference_logits, the only caller.
+    import torch  # noqa: PLC0415
+    from safetensors import safe_open  # noqa: PLC0415
 
     ckpt = target.checkpoint
     assert ckpt is not None

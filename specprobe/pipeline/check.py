@@ -16,7 +16,20 @@ from specprobe.context import CheckContext, Family
 from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
-from specprobe.rules import within_lifecycle
+from specprobe.rules import (
+    compat,
+    deep,
+    engine_config,
+    files,
+    layout,
+    platform,
+    safety,
+    shapes,
+    target,
+    vocab,
+    within_lifecycle,
+)
+from specprobe.rules.internal import internal_error
 from specprobe.schema.store import known_versions, latest_version
 from specprobe.untrusted.files import exists, expand_user, is_dir
 
@@ -51,8 +64,6 @@ def engine_versions(spec: EngineSpec) -> list[tuple[str, str]]:
 
 
 def _families() -> list[Family]:
-    from specprobe.rules import compat, deep, engine_config, files, layout, platform, safety, shapes, target, vocab
-
     # compat last: the matrix verdicts for this drafter/target/engine pairing, once the checkpoint's
     # own findings are in.
     return [files.run, safety.run, layout.run, shapes.run, vocab.run, target.run, engine_config.run, platform.run,
@@ -115,8 +126,6 @@ def build_context(
 def run_families(ctx: CheckContext, families: Iterable[Family], report: Report) -> None:
     """Run each family in order; a crash in one becomes an INTERNAL-ERROR finding (the command then
     exits 2, never 0) and the other families still run."""
-    from specprobe.rules.internal import internal_error
-
     for family in families:
         found: list[Finding] = []
         try:
@@ -161,8 +170,9 @@ def run_check(
     run_families(ctx, _families() if families is None else families, report)
     if exact:
         # The engine release's own code on the same drafter (specprobe.engines.exact); its interpreter
-        # failing is exit 2, never a pass.
-        from specprobe.rules.exact import check_exact
+        # failing is exit 2, never a pass. Imported here: the engine-probe and provisioning machinery
+        # (urllib, ssl: ~25 ms) is for --exact only.
+        from specprobe.rules.exact import check_exact  # noqa: PLC0415
 
         check_exact(ctx, report)
     # A rule whose engine range (or status) puts it outside every release judged says nothing here.

@@ -20,6 +20,7 @@ from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, cla
 from specprobe.context import Family
 from specprobe.deploy import rules as deploy_rules
 from specprobe.deploy.engines import resolve_engine_version
+from specprobe.deploy.loader import EmptyInputError, load_deployments
 from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.engines.versions import engine_first
@@ -27,6 +28,7 @@ from specprobe.findings import Finding, Report, Section, Severity, SpecprobeErro
 from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.pipeline.check import _families, build_context, run_families
 from specprobe.pipeline.lint import LintCache, lint_deployment
+from specprobe.rules import compat
 from specprobe.untrusted.files import is_dir, is_file
 
 __all__ = ["Measure", "ModelRef", "gate_deployments", "gate_paths", "lint_command", "resolve_model"]
@@ -122,8 +124,6 @@ def _not_examined(deployment: Deployment, ref: ModelRef, key: str, strict: bool)
 
 def _check_families() -> list[Family]:
     """check's rule families without the matrix: gate adds the matrix once, from lint (which knows features)."""
-    from specprobe.rules import compat
-
     return [family for family in _families() if family is not compat.run]
 
 
@@ -343,8 +343,6 @@ def load_paths(paths: Sequence[str], *, stdin_filename: str | None = None) -> tu
     """Every deployment in ``paths`` and the findings about the files themselves. A missing or unreadable
     path raises SpecprobeError (exit 2), as does input with nothing in it (empty stdin, or every file
     empty: "no input"); a broken or foreign file is a finding for that file and the others are still read."""
-    from specprobe.deploy.loader import EmptyInputError, load_deployments
-
     deployments: list[Deployment] = []
     notes: list[Finding] = []
     empty: list[str] = []

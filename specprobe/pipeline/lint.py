@@ -31,8 +31,10 @@ from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks
 from specprobe.rules import lint as rules
 from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
+from specprobe.rules.internal import internal_error
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
+from specprobe.schema.store import known_versions, load_snapshot
 from specprobe.untrusted.files import exists
 
 __all__ = ["LintCache", "LintResult", "lint_deployment"]
@@ -79,8 +81,6 @@ class LintCache:
 def _snapshot(engine: str, version: str | None) -> tuple[EngineSchema, str | None]:
     """The snapshot to lint against, and a note when it is not the requested version's own: the
     nearest older snapshot (flags are added more often than removed), else the oldest newer one."""
-    from specprobe.schema.store import known_versions, load_snapshot
-
     schema = load_snapshot(engine, version)
     if schema is not None:
         return schema, None
@@ -428,8 +428,6 @@ def lint_deployment(
             local_target = target_path if target_path is not None and exists(target_path) else command.model
             result = _lint_sglang(command, schema, version, local_target)
     except Exception as exc:  # a bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass
-        from specprobe.rules.internal import internal_error
-
         result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
     # The matrix's CPU-platform entries (compat_matrix/platform.yaml) are about vLLM's CPU MLA backend;
     # VLLM_MLA_DISABLE=1 makes vLLM run an MLA target with its ordinary attention (config/model.py use_mla).
@@ -457,8 +455,6 @@ def lint_deployment(
         try:
             verdicts = cache.evaluate(pairing)
         except Exception as exc:  # same contract for the matrix step
-            from specprobe.rules.internal import internal_error
-
             findings.append(internal_error("the compatibility matrix", exc))
             verdicts = []
         for verdict in verdicts:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from specprobe.findings import Report, Severity
+from specprobe.ruledocs import documented_rules
 
 if TYPE_CHECKING:
     from specprobe.rules import Rule
@@ -43,8 +44,6 @@ class Reporter(ABC):
     @property
     def rules(self) -> Mapping[str, Rule]:
         if self._rules is None:
-            from specprobe.ruledocs import documented_rules
-
             self._rules = {r.id: r for r in documented_rules()}
         return self._rules
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from specprobe.findings import Finding, Report, Severity, SpecprobeError
 from specprobe.reporters._shared import artifact_path
 from specprobe.reporters.base import Reporter
+from specprobe.reporters.markdown import MarkdownReporter
 from specprobe.untrusted.text import annotation_data, annotation_property
 
 _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
@@ -85,8 +86,6 @@ class GithubReporter(Reporter):
 
 def append_step_summary(report: Report) -> Path | None:
     """Append the markdown report to ``$GITHUB_STEP_SUMMARY`` when running in GitHub Actions."""
-    from specprobe.reporters.markdown import MarkdownReporter
-
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return None

@@ -12,8 +12,9 @@ from typing import Protocol
 
 from specprobe.compat.evaluate import evaluate, finding_severity
 from specprobe.compat.loader import load_matrix
+from specprobe.compat.methods import unavailable_method
 from specprobe.compat.model import DRAFT_FORMATS, Entry, EntryKind, Match, Pairing, Status, Verdict
-from specprobe.compat.snapshots import SnapshotSource
+from specprobe.compat.snapshots import SnapshotSource, StoreSnapshots
 from specprobe.compat.subjects import normalize_method, target_model_types
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity
@@ -191,9 +192,6 @@ def method_unavailable_findings(
 ) -> list[Finding]:
     """A finding per pairing whose method its engine version's snapshot does not offer, unless a curated
     method-availability entry already says so."""
-    from specprobe.compat.methods import unavailable_method
-    from specprobe.compat.snapshots import StoreSnapshots
-
     source = snapshots if snapshots is not None else StoreSnapshots()
     curated = any(v.entry.kind is EntryKind.METHOD_AVAILABILITY and v.match is Match.APPLIES for v in verdicts)
     findings: list[Finding] = []

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.context import CheckContext
 from specprobe.engines.facts import answer
 from specprobe.engines.versions import parse_version
@@ -116,8 +117,6 @@ def target_weights(spec: str | None) -> TargetWeights:
     """The target's tensor names from the safetensors headers (no tensor data is read)."""
     if not spec or not Path(spec).expanduser().is_dir():
         return TargetWeights(None)
-    from specprobe.checkpoint.folder import load_checkpoint
-
     try:
         checkpoint = load_checkpoint(Path(spec).expanduser())
     except OSError:

@@ -23,6 +23,7 @@ from specprobe.engines.exact import (
     sglang_import_failure,
     shorten,
 )
+from specprobe.engines.provision import cached_python
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ConfigError, load_config_json, resolve_config_path
 from specprobe.rules import rule
@@ -385,8 +386,6 @@ def check_exact(ctx: Any, report: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) 
 
 def sglang_static(version: str) -> Finding:
     """SGLang: its draft classes need its CUDA kernel package to import; the verdict is static."""
-    from specprobe.engines.provision import cached_python
-
     python = cached_python("sglang", version)
     why = "no interpreter of this release in the engine cache"
     if python is not None:

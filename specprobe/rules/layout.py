@@ -22,8 +22,9 @@ from specprobe.compat.engine_facts import (
     source_url,
 )
 from specprobe.engines.facts import beyond_newest, newest_read
-from specprobe.findings import Finding, Severity
+from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.rules import rule
+from specprobe.schema.store import load_snapshot
 
 if TYPE_CHECKING:
     from specprobe.context import CheckContext
@@ -127,9 +128,6 @@ SGLANG_NAMESPACE = rule(
 @functools.lru_cache(maxsize=8)
 def _schema(engine: str, version: str) -> EngineSchema | None:
     """The shipped snapshot, read once per run (rules only read it; load_snapshot copies it each call)."""
-    from specprobe.findings import SpecprobeError
-    from specprobe.schema.store import load_snapshot
-
     try:
         return load_snapshot(engine, version)
     except SpecprobeError:

@@ -16,12 +16,21 @@ from typing import Any
 
 from packaging.version import Version
 
+from specprobe.checkpoint.layout import effective_draft_config
 from specprobe.context import CheckContext
 from specprobe.engines.facts import Answer, answer
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity
-from specprobe.hfconfig import AttentionKind, ModelConfig, attention_traits
+from specprobe.hfconfig import (
+    AttentionKind,
+    ConfigError,
+    ModelConfig,
+    attention_traits,
+    load_config_json,
+    parse_model_config,
+)
 from specprobe.rules import rule
+from specprobe.schema.store import load_snapshot
 
 _VLLM = "https://github.com/vllm-project/vllm/blob"
 _CPU_ATTN = "vllm/v1/attention/backends/cpu_attn.py"
@@ -95,8 +104,6 @@ def _is_mla(config: ModelConfig) -> bool:
 
 def snapshot_head_sizes(version: str) -> tuple[int, ...] | None:
     """``cpu_attention_head_sizes`` of the shipped snapshot of this vLLM version, when it records them."""
-    from specprobe.schema.store import load_snapshot
-
     try:
         snapshot = load_snapshot("vllm", version)
     except Exception:  # an unreadable snapshot leaves the table in charge
@@ -196,9 +203,6 @@ def draft_config_of(folder: str | None) -> ModelConfig | None:
     """A local drafter folder's effective config (speculators' nested layer config merged), or None."""
     if not folder or not Path(folder).expanduser().is_dir():
         return None
-    from specprobe.checkpoint.layout import effective_draft_config
-    from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config
-
     try:
         raw = load_config_json(Path(folder).expanduser() / "config.json")
     except ConfigError:

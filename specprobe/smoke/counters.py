@@ -21,9 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from specprobe.findings import Finding, Measurement, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
+from specprobe.smoke.plot import plot_per_position
 from specprobe.smoke.prompts import Prompt, load_prompts
+from specprobe.smoke.runner import SmokeOptions, measurement_findings, run_reference
 from specprobe.smoke.stats import AcceptanceStats, acceptance_extra, finite, mean_ci95, tokens_per_second
 
 VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -77,8 +81,6 @@ class MetricsSnapshot:
 
 def parse_metrics(text: str) -> MetricsSnapshot:
     """Read the spec-decode samples out of a Prometheus text exposition."""
-    from prometheus_client.parser import text_string_to_metric_families
-
     snapshot = MetricsSnapshot()
     per_pos: dict[int, float] = defaultdict(float)
     try:
@@ -317,8 +319,6 @@ def run_server(options: ServerOptions) -> Report:
     if options.compare_reference:
         _compare_reference(options, report, measured)
     if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
-        from specprobe.smoke.plot import plot_per_position
-
         reference = measured.details.get("reference", {}).get("per_position")
         plot_per_position(
             options.plot,
@@ -331,15 +331,11 @@ def run_server(options: ServerOptions) -> Report:
 
 
 def measurement_findings_for_server(measured: Measurement, min_length: float | None, label: str) -> list[Finding]:
-    from specprobe.smoke.runner import measurement_findings
-
     return measurement_findings(measured, min_acceptance_length=min_length, label=label)
 
 
 def _compare_reference(options: ServerOptions, report: Report, measured: Measurement) -> None:
     """Run the reference backend on the same prompts and K; a large shortfall is SMOKE-ENGINE-GAP."""
-    from specprobe.smoke.runner import SmokeOptions, run_reference
-
     if options.target is None or options.draft is None:
         raise SpecprobeError("--compare-reference needs --target and --draft")
     k = int(measured.num_speculative_tokens or options.num_speculative_tokens)

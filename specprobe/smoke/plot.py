@@ -17,10 +17,11 @@ def plot_per_position(
     label: str = "measured",
 ) -> None:
     """Bar chart of the share of drafts accepted up to each position (1-based), optional reference bars."""
-    import matplotlib
+    # matplotlib (~0.5 s) only when a plot is asked for; smoke imports this module either way.
+    import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     positions = list(range(1, len(per_position) + 1))
     values = [v if v is not None else 0.0 for v in per_position]
@@ -50,10 +51,11 @@ def plot_per_position(
 
 def plot_pairings(path: Path, pairings: Sequence[tuple[str, Sequence[float], Sequence[float] | None]]) -> None:
     """Per-position acceptance of several served pairings side by side: engine bars, reference marks."""
-    import matplotlib
+    # matplotlib: see plot_per_position.
+    import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # noqa: PLC0415
 
     figure, axes_row = plt.subplots(1, len(pairings), figsize=(2.6 * len(pairings) + 0.6, 3.2), dpi=110, squeeze=False)
     for axes, (name, engine, reference) in zip(axes_row[0], pairings, strict=True):

@@ -13,8 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from specprobe.findings import Finding, Measurement, Report, SpecprobeError
+from specprobe.pipeline.check import run_check
 from specprobe.rules import smoke as smoke_rules
+from specprobe.smoke.plot import plot_per_position
+from specprobe.smoke.prompts import encode_prompts, load_prompts
+from specprobe.smoke.stats import acceptance_extra, finite, from_counts, tokens_per_second
 
 Progress = Any
 
@@ -47,8 +53,6 @@ def static_check(
 ) -> Report:
     """`specprobe check` of the drafter against the target (for the engine, method and device that will
     serve it, when known), run before anything is measured."""
-    from specprobe.pipeline.check import run_check
-
     return run_check(draft, target=target, engine=engine, method=method, device=device)
 
 
@@ -68,8 +72,6 @@ def _validate(options: SmokeOptions) -> None:
 
 
 def _progress_bar(total: int, enabled: bool, description: str) -> Any:
-    from tqdm import tqdm
-
     # On stderr so that the report on stdout stays a clean document.
     return tqdm(total=total, desc=description, unit="tok", disable=not enabled, file=sys.stderr, leave=False)
 
@@ -169,8 +171,6 @@ def run_reference(options: SmokeOptions) -> Report:
             )
         )
     if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
-        from specprobe.smoke.plot import plot_per_position
-
         plot_per_position(
             options.plot,
             measured.per_position,
@@ -183,11 +183,12 @@ def run_reference(options: SmokeOptions) -> Report:
 
 def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
     """Load, warm up, and time both loops; the acceptance figures and the JSON keys of the report."""
-    import torch
+    # torch and the reference backend only when measuring here: smoke --serve imports this module for its
+    # static check and findings and must not load torch.
+    import torch  # noqa: PLC0415
 
-    from specprobe.smoke.eagle3 import DrafterFormatError
-    from specprobe.smoke.prompts import encode_prompts, load_prompts
-    from specprobe.smoke.reference import (
+    from specprobe.smoke.eagle3 import DrafterFormatError  # noqa: PLC0415
+    from specprobe.smoke.reference import (  # noqa: PLC0415
         classify_divergence,
         greedy_generate,
         load_reference_drafter,
@@ -195,8 +196,6 @@ def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
         resolve_dtype,
         speculative_generate,
     )
-    from specprobe.smoke.stats import acceptance_extra, finite, from_counts, tokens_per_second
-
     if options.device.startswith("cuda") and not torch.cuda.is_available():
         raise SpecprobeError("--device cuda: no CUDA device is available to torch")
     dtype = resolve_dtype(options.dtype)
@@ -311,7 +310,8 @@ def compare_engine_outputs(
     the target's own greedy continuation whatever the drafter does, up to near-ties. The engine's token
     ids are used when it returns them, else its text re-encoded with the target's tokenizer.
     """
-    from specprobe.smoke.reference import classify_divergence
+    # the reference backend loads torch: see measure_reference.
+    from specprobe.smoke.reference import classify_divergence  # noqa: PLC0415
 
     matching = 0
     near_ties: list[dict[str, Any]] = []

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from specprobe.smoke.plot import plot_pairings
+
 GPU_HEADER = (
     "| drafter | K | mean acceptance length (95% CI over prompts) | acceptance rate | per position | lossless "
     "| spec tok/s | target-only tok/s | speed-up | GPU s / 1k tokens (spec / target-only) |\n"
@@ -126,8 +128,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.stdout.write(table + "\n")
     if args.plot is not None and args.kind == "serve":
-        from specprobe.smoke.plot import plot_pairings
-
         measured = []
         for path in sorted(args.folder.glob("*.json")):
             report = _load(path)

@@ -80,6 +80,6 @@ def annotation_property(text: object) -> str:
 def rich_markup(text: object) -> str:
     """``text`` for a string that rich parses as console markup: ``[bold]`` in a config value must
     show as written, not turn the rest of the line bold. rich is imported only when this is called."""
-    from rich.markup import escape
+    from rich.markup import escape  # noqa: PLC0415
 
     return escape(terminal(text))

@@ -61,7 +61,7 @@ def test_a_snapshot_listing_head_sizes_takes_precedence(models, monkeypatch):
     class Snapshot:
         cpu_attention_head_sizes = (16, 32)
 
-    monkeypatch.setattr("specprobe.schema.store.load_snapshot", lambda engine, version: Snapshot())
+    monkeypatch.setattr("specprobe.rules.platform.load_snapshot", lambda engine, version: Snapshot())
     assert platform.snapshot_head_sizes("0.32.0") == (16, 32)
     _, report = check(models, "draft16", "target16", "0.32.0", "--device", "cpu")
     assert "PLATFORM-CPU-HEAD-SIZE" not in rules_of(report)

@@ -73,7 +73,7 @@ def _parse(text: str, line_at: Any, scope: dict[str, Value], positional: list[st
         return ShellScript(walker.commands)
     # Imported here: bashlex builds its parser tables at import (~0.3 s), paid only by shell text
     # beyond simple commands.
-    import bashlex
+    import bashlex  # noqa: PLC0415
 
     try:
         trees = bashlex.parse(rewrite.text)

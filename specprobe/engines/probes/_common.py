@@ -10,6 +10,8 @@ import ast
 import contextlib
 import dataclasses
 import enum
+import importlib.metadata
+import importlib.util
 import inspect
 import itertools
 import json
@@ -20,6 +22,7 @@ import textwrap
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 BOUND_NAMES = ("gt", "ge", "lt", "le")
@@ -203,8 +206,6 @@ def stdout_to_stderr() -> Iterator[int]:
 
 def distribution_versions(*names: str) -> dict[str, Any]:
     """Installed versions of the engine and the libraries that shape its schema (None when absent)."""
-    import importlib.metadata
-
     versions: dict[str, Any] = {}
     for name in names:
         try:
@@ -222,9 +223,6 @@ def reply(payload: dict[str, Any]) -> None:
 
 def package_file(package: str, *parts: str) -> Any:
     """Path of a file inside an installed package, found without importing it (None when absent)."""
-    import importlib.util
-    from pathlib import Path
-
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):

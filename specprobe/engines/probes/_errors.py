@@ -6,6 +6,11 @@ Loaded by path from the probe scripts, which run inside the engine's own interpr
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import json
+import platform
+import sys
 import traceback
 from pathlib import Path
 from typing import Any, NoReturn
@@ -64,12 +69,6 @@ def run_main(engine: str, distributions: tuple[str, ...], dry_run: Any) -> None:
     """The probe's whole run: refuse an interpreter without ``engine`` (exit 3), read the request
     (``{"argv": [...], "device": ...}`` as argv[1]), run ``dry_run(argv, device)`` with the engine's
     prints kept off stdout, and reply with the result, the engine's version and the distributions."""
-    import importlib
-    import importlib.util
-    import json
-    import platform
-    import sys
-
     import _common
 
     if importlib.util.find_spec(engine) is None:

@@ -22,6 +22,8 @@ from typing import Any
 # Run as a script under the engine's interpreter (with -I): the shared helpers sit next to it.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import json
+
 import _common
 
 
@@ -406,8 +408,6 @@ def shortcut_flags(problems: list[str]) -> dict[str, str]:
 def dotted_config_accepted() -> bool:
     """Whether vLLM's parser takes ``--speculative-config.KEY VALUE``: asked of its own
     FlexibleArgumentParser (a small module) with a JSON-typed option, as arg_utils declares it."""
-    import json
-
     for module_name in ("vllm.utils.argparse_utils", "vllm.utils"):
         try:
             module = importlib.import_module(module_name)
