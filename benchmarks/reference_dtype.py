@@ -5,19 +5,25 @@ Loads a demo target and drafter (``--models DIR`` with ``target/`` and ``draft/`
 shapes first, enough for timing), then times, in one process and side by side, target-only greedy
 decoding and greedy chain speculative decoding (K=3) in float32 and bfloat16, at batch 1 and at the
 batch of all prompts: the first run after the warm-up `specprobe smoke` does, and the median of
-``--repeats`` runs. ``--attention fixed,cudnn`` runs both with the attention kernels the backend decodes
-with and with cuDNN's per-shape kernel allowed (the earlier behaviour); ``--profile`` prints the
-heaviest operators of one bfloat16 run.
+``--repeats`` runs. ``--graphs on,off`` runs the loops with their steps replayed from CUDA graphs (what
+the backend does on a GPU) and eagerly (one launch per kernel, the earlier behaviour); ``--attention
+fixed,cudnn`` with the attention kernels the backend decodes with and with cuDNN's per-shape kernel
+allowed (the behaviour before that). Every variant's tokens are compared with the first variant's of
+the same dtype, so a faster path that changed the output shows as ``tokens_equal: false``.
+``--kernels`` counts the GPU kernels of one eager target step and one speculative round per dtype;
+``--profile`` prints the heaviest operators of one bfloat16 run.
 
     python benchmarks/reference_dtype.py --models DIR --device cuda [--json OUT.json]
 
-Goal: bfloat16 tokens/s >= float32 tokens/s for both loops (on a GPU; on a CPU bfloat16 is emulated).
+Goal: bfloat16 tokens/s >= float32 tokens/s for both loops and both batches (on a GPU; on a CPU
+bfloat16 is emulated). The last lines print bf16/fp32 side by side per variant and batch.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import statistics
 import sys
@@ -29,7 +35,7 @@ from typing import Any
 import torch
 from torch.nn.attention import SDPBackend
 
-from specprobe.smoke import eagle3
+from specprobe.smoke import eagle3, reference
 from specprobe.smoke.prompts import encode_prompts, load_prompts
 from specprobe.smoke.reference import (
     greedy_generate,
@@ -38,67 +44,125 @@ from specprobe.smoke.reference import (
     resolve_dtype,
     speculative_generate,
 )
+from specprobe.smoke.stats import from_counts
+
+K = 3
 
 
 @contextlib.contextmanager
-def attention_kernels(name: str) -> Iterator[None]:
-    """``fixed``: the kernels the reference backend decodes with; ``cudnn``: every kernel torch has, cuDNN's
-    per-shape one first on Hopper (what the backend did before it chose its decoding kernels)."""
-    saved = eagle3.DECODE_ATTENTION_BACKENDS
-    if name == "cudnn":
-        eagle3.DECODE_ATTENTION_BACKENDS = [SDPBackend.CUDNN_ATTENTION, *saved]
+def variant(graphs: str, attention: str) -> Iterator[None]:
+    """``graphs`` on/off: CUDA graph replay of the decoding steps or eager launches. ``attention`` fixed:
+    the kernels the reference backend decodes with; cudnn: every kernel torch has, cuDNN's per-shape one
+    first on Hopper (what the backend did before it chose its decoding kernels)."""
+    saved_backends, saved_graphs = eagle3.DECODE_ATTENTION_BACKENDS, reference.CUDA_GRAPHS
+    if attention == "cudnn":
+        eagle3.DECODE_ATTENTION_BACKENDS = [SDPBackend.CUDNN_ATTENTION, *saved_backends]
+    reference.CUDA_GRAPHS = graphs == "on"
     try:
         yield
     finally:
-        eagle3.DECODE_ATTENTION_BACKENDS = saved
+        eagle3.DECODE_ATTENTION_BACKENDS, reference.CUDA_GRAPHS = saved_backends, saved_graphs
 
 
-def _rates(run: Callable[[], Any], repeats: int) -> tuple[float, float]:
-    """Tokens/s of the first run (what `specprobe smoke --timing-repeats 1` reports) and the median of all."""
+def _rates(run: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
+    """Tokens/s of the first run (what `specprobe smoke --timing-repeats 1` reports), the median of all,
+    and the last result (greedy: the tokens are the same every run)."""
     rates = []
+    result = None
     for _ in range(repeats):
         result = run()
         rates.append(sum(len(t) for t in result.tokens) / result.seconds)
-    return rates[0], statistics.median(rates)
+    return rates[0], statistics.median(rates), result
 
 
 def _loops(
     target: Any, drafter: Any, prompts: list[list[int]], new_tokens: int, *, device: str, repeats: int
-) -> dict[str, float]:
-    greedy_first, greedy = _rates(lambda: greedy_generate(target, prompts, new_tokens, device=device), repeats)
-    spec_first, spec = _rates(
-        lambda: speculative_generate(target, drafter, prompts, new_tokens, 3, device=device), repeats
+) -> tuple[dict[str, Any], list[list[int]], list[list[int]]]:
+    greedy_first, greedy, base = _rates(lambda: greedy_generate(target, prompts, new_tokens, device=device), repeats)
+    spec_first, spec, result = _rates(
+        lambda: speculative_generate(target, drafter, prompts, new_tokens, K, device=device), repeats
     )
-    return {
+    stats = from_counts(K, result.drafts, result.accepted, result.accepted_per_pos)
+    row = {
         "target_only_tokens_per_s": round(greedy, 1),
         "speculative_k3_tokens_per_s": round(spec, 1),
         "target_only_first_run_tokens_per_s": round(greedy_first, 1),
         "speculative_k3_first_run_tokens_per_s": round(spec_first, 1),
+        "mean_acceptance_length": round(stats.mean_acceptance_length, 4),
+        "lossless_prompts": sum(a == b for a, b in zip(result.tokens, base.tokens, strict=True)),
+    }
+    return row, base.tokens, result.tokens
+
+
+def kernels_per_step(target: Any, drafter: Any, prompt: list[int], device: str) -> dict[str, float]:
+    """GPU kernels (and copies) launched per target decoding step and per speculative round, eagerly."""
+    from torch.autograd import DeviceType  # type: ignore[attr-defined]
+    from torch.profiler import ProfilerActivity, profile
+
+    def count(run: Callable[[], Any]) -> int:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            run()
+        return sum(1 for event in prof.events() if event.device_type == DeviceType.CUDA)
+
+    with variant("off", "fixed"):
+        greedy = count(lambda: greedy_generate(target, [prompt], 33, device=device))
+        greedy_one = count(lambda: greedy_generate(target, [prompt], 1, device=device))
+        spec = speculative_generate(target, drafter, [prompt], 33, K, device=device)
+        rounds = spec.drafts[0]
+        spec_kernels = count(lambda: speculative_generate(target, drafter, [prompt], 33, K, device=device))
+        spec_one = count(lambda: speculative_generate(target, drafter, [prompt], 1, K, device=device))
+    return {
+        "target_step": round((greedy - greedy_one) / 32, 1),
+        "speculative_round": round((spec_kernels - spec_one) / max(1, rounds), 1),
     }
 
 
 def measure(
-    models: Path, *, device: str, new_tokens: int, batches: list[int], repeats: int, attention: list[str], profile: bool
-) -> list[dict[str, Any]]:
+    models: Path,
+    *,
+    device: str,
+    new_tokens: int,
+    batches: list[int],
+    repeats: int,
+    variants: list[tuple[str, str]],
+    kernels: bool,
+    profile: bool,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     if device.startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
     rows: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
     for dtype_name in ("float32", "bfloat16"):
         dtype = resolve_dtype(dtype_name)
         target = load_target(str(models / "target"), device=device, dtype=dtype)
         drafter = load_reference_drafter(models / "draft", target, device=device, dtype=dtype)
         encoded = encode_prompts(target.tokenizer, load_prompts())
-        for kernels in attention:
-            with attention_kernels(kernels):
+        first_tokens: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
+        for graphs, attention in variants:
+            with variant(graphs, attention):
                 # The warm-up `specprobe smoke` does: one short prompt, four tokens.
                 greedy_generate(target, encoded[:1], 4, device=device)
-                speculative_generate(target, drafter, encoded[:1], 4, 3, device=device)
+                speculative_generate(target, drafter, encoded[:1], 4, K, device=device)
                 for batch in batches:
-                    row = {"dtype": dtype_name, "attention": kernels, "batch": len(encoded[:batch])}
-                    row.update(_loops(target, drafter, encoded[:batch], new_tokens, device=device, repeats=repeats))
+                    row: dict[str, Any] = {
+                        "dtype": dtype_name,
+                        "graphs": graphs,
+                        "attention": attention,
+                        "batch": len(encoded[:batch]),
+                    }
+                    figures, greedy_tokens, spec_tokens = _loops(
+                        target, drafter, encoded[:batch], new_tokens, device=device, repeats=repeats
+                    )
+                    row.update(figures)
+                    reference_tokens = first_tokens.setdefault(batch, (greedy_tokens, spec_tokens))
+                    row["tokens_equal_to_first_variant"] = reference_tokens == (greedy_tokens, spec_tokens)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
+        extra[f"graph_stats_{dtype_name}"] = reference.graph_stats(target.model, drafter)
+        if kernels and device.startswith("cuda"):
+            extra[f"kernels_{dtype_name}"] = kernels_per_step(target, drafter, encoded[0], device)
+            print(dtype_name, "kernels", extra[f"kernels_{dtype_name}"], flush=True)
         if profile and dtype_name == "bfloat16":
             from torch.profiler import ProfilerActivity
             from torch.profiler import profile as torch_profile
@@ -108,7 +172,28 @@ def measure(
                 greedy_generate(target, encoded[:1], 16, device=device)
             print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=15), flush=True)
         del target, drafter
-    return rows
+        gc.collect()  # the kept graphs and caches refer back to the model: free both before the next dtype
+    return rows, extra
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """bf16/fp32 per variant and batch, for both loops."""
+    by = {(r["graphs"], r["attention"], r["batch"], r["dtype"]): r for r in rows}
+    out = []
+    for (graphs, attention, batch, dtype), row in by.items():
+        base = by.get((graphs, attention, batch, "float32"))
+        if dtype != "bfloat16" or base is None:
+            continue
+        out.append(
+            {
+                "graphs": graphs,
+                "attention": attention,
+                "batch": batch,
+                "target_only": round(row["target_only_tokens_per_s"] / base["target_only_tokens_per_s"], 3),
+                "speculative_k3": round(row["speculative_k3_tokens_per_s"] / base["speculative_k3_tokens_per_s"], 3),
+            }
+        )
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--batches", default="1,24")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--attention", default="fixed,cudnn", help="comma list of fixed, cudnn")
+    parser.add_argument("--graphs", default="on,off", help="comma list of on, off (CUDA graph replay)")
+    parser.add_argument("--attention", default="fixed", help="comma list of fixed, cudnn")
+    parser.add_argument("--kernels", action="store_true", help="count GPU kernels per step and round")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -141,33 +228,55 @@ def main(argv: list[str] | None = None) -> int:
             seed=0,
             log=lambda m: print(m, file=sys.stderr),
         )
-    rows = measure(
+    variants = [(g, a) for g in args.graphs.split(",") for a in args.attention.split(",")]
+    rows, extra = measure(
         args.models,
         device=args.device,
         new_tokens=args.new_tokens,
         batches=[int(b) for b in args.batches.split(",")],
         repeats=args.repeats,
-        attention=args.attention.split(","),
+        variants=variants,
+        kernels=args.kernels,
         profile=args.profile,
     )
-    print("tokens/s, median of the repeats (first run in brackets)")
-    print(f"{'dtype':<9} {'attention':<10} {'batch':>5} {'target-only':>22} {'K=3':>22}")
+    print("tokens/s, median of the repeats (first run in brackets); acceptance = mean acceptance length at K=3")
+    print(
+        f"{'dtype':<9} {'graphs':<6} {'attention':<9} {'batch':>5} {'target-only':>16} {'K=3':>16} {'accept':>7} same"
+    )
     for row in rows:
         greedy = f"{row['target_only_tokens_per_s']} ({row['target_only_first_run_tokens_per_s']})"
         spec = f"{row['speculative_k3_tokens_per_s']} ({row['speculative_k3_first_run_tokens_per_s']})"
-        print(f"{row['dtype']:<9} {row['attention']:<10} {row['batch']:>5} {greedy:>22} {spec:>22}")
-    by = {(r["attention"], r["batch"], r["dtype"]): r for r in rows}
-    for (kernels, batch, dtype), row in by.items():
-        base = by.get((kernels, batch, "float32"))
-        if dtype == "bfloat16" and base:
-            print(
-                f"bf16/fp32 [{kernels}, batch {batch}]: target-only "
-                f"{row['target_only_tokens_per_s'] / base['target_only_tokens_per_s']:.2f}x, "
-                f"K=3 {row['speculative_k3_tokens_per_s'] / base['speculative_k3_tokens_per_s']:.2f}x"
-            )
+        print(
+            f"{row['dtype']:<9} {row['graphs']:<6} {row['attention']:<9} {row['batch']:>5} {greedy:>16} {spec:>16} "
+            f"{row['mean_acceptance_length']:>7} {row['tokens_equal_to_first_variant']}"
+        )
+    side_by_side = ratios(rows)
+    for ratio in side_by_side:
+        print(
+            f"bf16/fp32 [graphs {ratio['graphs']}, {ratio['attention']}, batch {ratio['batch']}]: "
+            f"target-only {ratio['target_only']:.2f}x, K=3 {ratio['speculative_k3']:.2f}x"
+        )
     if args.json:
+        import transformers
+
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"device": args.device, "torch": torch.__version__, "rows": rows}, indent=1))
+        gpu = torch.cuda.get_device_name(0) if args.device.startswith("cuda") else None
+        args.json.write_text(
+            json.dumps(
+                {
+                    "device": args.device,
+                    "gpu": gpu,
+                    "torch": torch.__version__,
+                    "transformers": transformers.__version__,
+                    "new_tokens": args.new_tokens,
+                    "repeats": args.repeats,
+                    "rows": rows,
+                    "bf16_over_fp32": side_by_side,
+                    **extra,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 
