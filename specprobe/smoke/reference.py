@@ -223,10 +223,13 @@ class GraphedSteps:
         self.captured[key] = (graph, static, outputs)
 
 
+def _graphs_enabled(device: str) -> bool:
+    return CUDA_GRAPHS and device.startswith("cuda")
+
+
 def _steps(owner: nn.Module, key: tuple[Any, ...], build: Callable[[bool], GraphedSteps], device: str) -> GraphedSteps:
     """The steps runner for (owner, key): reused between generations where graphs are on, else new."""
-    graphs = CUDA_GRAPHS and device.startswith("cuda")
-    if not graphs:
+    if not _graphs_enabled(device):
         return build(False)
     kept = _kept(owner)
     steps = kept.pop(key, None)
