@@ -5,13 +5,16 @@ Loads a demo target and drafter (``--models DIR`` with ``target/`` and ``draft/`
 shapes first, enough for timing), then times, in one process and side by side, target-only greedy
 decoding and greedy chain speculative decoding (K=3) in float32 and bfloat16, at batch 1 and at the
 batch of all prompts: the first run after the warm-up `specprobe smoke` does, and the median of
-``--repeats`` runs. ``--graphs on,off`` runs the loops with their steps replayed from CUDA graphs (what
-the backend does on a GPU) and eagerly (one launch per kernel, the earlier behaviour); ``--attention
-fixed,cudnn`` with the attention kernels the backend decodes with and with cuDNN's per-shape kernel
-allowed (the behaviour before that). Every variant's tokens are compared with the first variant's of
-the same dtype, so a faster path that changed the output shows as ``tokens_equal: false``.
-``--kernels`` counts the GPU kernels of one eager target step and one speculative round per dtype;
-``--profile`` prints the heaviest operators of one bfloat16 run.
+``--repeats`` runs, the two dtypes' runs interleaved.
+
+``--graphs on,off`` runs the loops with their steps replayed from CUDA graphs (what the backend does
+on a GPU) and eagerly (one launch per kernel, the earlier behaviour); ``--attention fixed,cudnn`` with
+the attention kernels the backend decodes with and with cuDNN's per-shape kernel allowed (the
+behaviour before that). Every variant's tokens are compared with the first variant's of the same
+dtype (``tokens_equal_to_first_variant``), so a faster path that changed the output shows.
+``--kernels`` counts the GPU kernels of one target step and one speculative round per dtype and names
+the kernels whose number differs between the dtypes; ``--profile`` prints the heaviest operators of
+one bfloat16 run.
 
     python benchmarks/reference_dtype.py --models DIR --device cuda [--json OUT.json]
 
@@ -23,10 +26,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +41,8 @@ from torch.nn.attention import SDPBackend
 from specprobe.smoke import eagle3, reference
 from specprobe.smoke.prompts import encode_prompts, load_prompts
 from specprobe.smoke.reference import (
+    GreedyResult,
+    SpeculativeResult,
     greedy_generate,
     load_reference_drafter,
     load_target,
@@ -47,6 +52,7 @@ from specprobe.smoke.reference import (
 from specprobe.smoke.stats import from_counts
 
 K = 3
+DTYPES = ("float32", "bfloat16")
 
 
 @contextlib.contextmanager
@@ -64,56 +70,32 @@ def variant(graphs: str, attention: str) -> Iterator[None]:
         eagle3.DECODE_ATTENTION_BACKENDS, reference.CUDA_GRAPHS = saved_backends, saved_graphs
 
 
-def _rates(run: Callable[[], Any], repeats: int) -> tuple[float, float, Any]:
-    """Tokens/s of the first run (what `specprobe smoke --timing-repeats 1` reports), the median of all,
-    and the last result (greedy: the tokens are the same every run)."""
-    rates = []
-    result = None
-    for _ in range(repeats):
-        result = run()
-        rates.append(sum(len(t) for t in result.tokens) / result.seconds)
-    return rates[0], statistics.median(rates), result
+def _tokens_per_s(result: GreedyResult | SpeculativeResult) -> float:
+    return sum(len(t) for t in result.tokens) / result.seconds
 
 
-def _loops(
-    target: Any, drafter: Any, prompts: list[list[int]], new_tokens: int, *, device: str, repeats: int
-) -> tuple[dict[str, Any], list[list[int]], list[list[int]]]:
-    greedy_first, greedy, base = _rates(lambda: greedy_generate(target, prompts, new_tokens, device=device), repeats)
-    spec_first, spec, result = _rates(
-        lambda: speculative_generate(target, drafter, prompts, new_tokens, K, device=device), repeats
-    )
-    stats = from_counts(K, result.drafts, result.accepted, result.accepted_per_pos)
-    row = {
-        "target_only_tokens_per_s": round(greedy, 1),
-        "speculative_k3_tokens_per_s": round(spec, 1),
-        "target_only_first_run_tokens_per_s": round(greedy_first, 1),
-        "speculative_k3_first_run_tokens_per_s": round(spec_first, 1),
-        "mean_acceptance_length": round(stats.mean_acceptance_length, 4),
-        "lossless_prompts": sum(a == b for a, b in zip(result.tokens, base.tokens, strict=True)),
-    }
-    return row, base.tokens, result.tokens
-
-
-def kernels_per_step(target: Any, drafter: Any, prompt: list[int], device: str) -> dict[str, float]:
-    """GPU kernels (and copies) launched per target decoding step and per speculative round, eagerly."""
+def kernels_per_step(target: Any, drafter: Any, prompt: list[int], device: str) -> dict[str, Any]:
+    """GPU kernels (and copies) launched per target decoding step and per speculative round, eagerly,
+    with the kernels of one target step by name (a captured graph launches the same kernels)."""
     from torch.autograd import DeviceType  # type: ignore[attr-defined]
     from torch.profiler import ProfilerActivity, profile
 
-    def count(run: Callable[[], Any]) -> int:
+    def kernels(run: Callable[[], Any]) -> Counter[str]:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             run()
-        return sum(1 for event in prof.events() if event.device_type == DeviceType.CUDA)
+        return Counter(event.name for event in prof.events() if event.device_type == DeviceType.CUDA)
 
     with variant("off", "fixed"):
-        greedy = count(lambda: greedy_generate(target, [prompt], 33, device=device))
-        greedy_one = count(lambda: greedy_generate(target, [prompt], 1, device=device))
-        spec = speculative_generate(target, drafter, [prompt], 33, K, device=device)
-        rounds = spec.drafts[0]
-        spec_kernels = count(lambda: speculative_generate(target, drafter, [prompt], 33, K, device=device))
-        spec_one = count(lambda: speculative_generate(target, drafter, [prompt], 1, K, device=device))
+        greedy = kernels(lambda: greedy_generate(target, [prompt], 33, device=device))
+        greedy_one = kernels(lambda: greedy_generate(target, [prompt], 1, device=device))
+        rounds = speculative_generate(target, drafter, [prompt], 33, K, device=device).drafts[0]
+        spec = kernels(lambda: speculative_generate(target, drafter, [prompt], 33, K, device=device))
+        spec_one = kernels(lambda: speculative_generate(target, drafter, [prompt], 1, K, device=device))
+    step = greedy - greedy_one
     return {
-        "target_step": round((greedy - greedy_one) / 32, 1),
-        "speculative_round": round((spec_kernels - spec_one) / max(1, rounds), 1),
+        "target_step": round(step.total() / 32, 1),
+        "speculative_round": round((spec.total() - spec_one.total()) / max(1, rounds), 1),
+        "target_step_by_name": {name: round(count / 32, 2) for name, count in sorted(step.items())},
     }
 
 
@@ -128,51 +110,94 @@ def measure(
     kernels: bool,
     profile: bool,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Both dtypes loaded at once and their runs interleaved (float32, bfloat16, float32, ...), so that
+    drift in the machine's speed during the run falls on both alike."""
     if device.startswith("cuda"):
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+    loaded: dict[str, tuple[Any, Any]] = {}
+    for dtype_name in DTYPES:
+        target = load_target(str(models / "target"), device=device, dtype=resolve_dtype(dtype_name))
+        loaded[dtype_name] = (
+            target,
+            load_reference_drafter(models / "draft", target, device=device, dtype=target.model.dtype),
+        )
+    encoded = encode_prompts(loaded["float32"][0].tokenizer, load_prompts())
     rows: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {}
-    for dtype_name in ("float32", "bfloat16"):
-        dtype = resolve_dtype(dtype_name)
-        target = load_target(str(models / "target"), device=device, dtype=dtype)
-        drafter = load_reference_drafter(models / "draft", target, device=device, dtype=dtype)
-        encoded = encode_prompts(target.tokenizer, load_prompts())
-        first_tokens: dict[int, tuple[list[list[int]], list[list[int]]]] = {}
-        for graphs, attention in variants:
-            with variant(graphs, attention):
+    first_tokens: dict[tuple[str, int], tuple[list[list[int]], list[list[int]]]] = {}
+    for graphs, attention in variants:
+        with variant(graphs, attention):
+            for target, drafter in loaded.values():
                 # The warm-up `specprobe smoke` does: one short prompt, four tokens.
                 greedy_generate(target, encoded[:1], 4, device=device)
                 speculative_generate(target, drafter, encoded[:1], 4, K, device=device)
-                for batch in batches:
+            for batch in batches:
+                prompts = encoded[:batch]
+                rates: dict[str, dict[str, list[float]]] = {d: {"greedy": [], "spec": []} for d in DTYPES}
+                last: dict[tuple[str, str], Any] = {}
+                for _ in range(repeats):
+                    for dtype_name, (target, _drafter) in loaded.items():
+                        result = greedy_generate(target, prompts, new_tokens, device=device)
+                        rates[dtype_name]["greedy"].append(_tokens_per_s(result))
+                        last[dtype_name, "greedy"] = result
+                    for dtype_name, (target, drafter) in loaded.items():
+                        spec_result = speculative_generate(target, drafter, prompts, new_tokens, K, device=device)
+                        rates[dtype_name]["spec"].append(_tokens_per_s(spec_result))
+                        last[dtype_name, "spec"] = spec_result
+                for dtype_name in DTYPES:
+                    base, spec = last[dtype_name, "greedy"], last[dtype_name, "spec"]
+                    stats = from_counts(K, spec.drafts, spec.accepted, spec.accepted_per_pos)
+                    greedy_rates, spec_rates = rates[dtype_name]["greedy"], rates[dtype_name]["spec"]
                     row: dict[str, Any] = {
                         "dtype": dtype_name,
                         "graphs": graphs,
                         "attention": attention,
-                        "batch": len(encoded[:batch]),
+                        "batch": len(prompts),
+                        "target_only_tokens_per_s": round(statistics.median(greedy_rates), 1),
+                        "speculative_k3_tokens_per_s": round(statistics.median(spec_rates), 1),
+                        "target_only_first_run_tokens_per_s": round(greedy_rates[0], 1),
+                        "speculative_k3_first_run_tokens_per_s": round(spec_rates[0], 1),
+                        "target_only_runs": [round(r, 1) for r in greedy_rates],
+                        "speculative_k3_runs": [round(r, 1) for r in spec_rates],
+                        "mean_acceptance_length": round(stats.mean_acceptance_length, 4),
+                        "lossless_prompts": sum(a == b for a, b in zip(spec.tokens, base.tokens, strict=True)),
                     }
-                    figures, greedy_tokens, spec_tokens = _loops(
-                        target, drafter, encoded[:batch], new_tokens, device=device, repeats=repeats
-                    )
-                    row.update(figures)
-                    reference_tokens = first_tokens.setdefault(batch, (greedy_tokens, spec_tokens))
-                    row["tokens_equal_to_first_variant"] = reference_tokens == (greedy_tokens, spec_tokens)
+                    reference_tokens = first_tokens.setdefault((dtype_name, batch), (base.tokens, spec.tokens))
+                    row["tokens_equal_to_first_variant"] = reference_tokens == (base.tokens, spec.tokens)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
+    extra: dict[str, Any] = {}
+    for dtype_name, (target, drafter) in loaded.items():
         extra[f"graph_stats_{dtype_name}"] = reference.graph_stats(target.model, drafter)
         if kernels and device.startswith("cuda"):
             extra[f"kernels_{dtype_name}"] = kernels_per_step(target, drafter, encoded[0], device)
-            print(dtype_name, "kernels", extra[f"kernels_{dtype_name}"], flush=True)
-        if profile and dtype_name == "bfloat16":
-            from torch.profiler import ProfilerActivity
-            from torch.profiler import profile as torch_profile
+    if "kernels_float32" in extra:
+        fp32, bf16 = (extra[f"kernels_{d}"]["target_step_by_name"] for d in DTYPES)
+        extra["kernels_differing_per_target_step"] = {
+            name: [fp32.get(name, 0), bf16.get(name, 0)]
+            for name in sorted(set(fp32) | set(bf16))
+            if fp32.get(name, 0) != bf16.get(name, 0)
+        }
+        for dtype_name in DTYPES:
+            counts = extra[f"kernels_{dtype_name}"]
+            print(
+                dtype_name,
+                "kernels per target step",
+                counts["target_step"],
+                "per K=3 round",
+                counts["speculative_round"],
+            )
+        print("kernels that differ per target step [float32, bfloat16]:", flush=True)
+        for name, counts in extra["kernels_differing_per_target_step"].items():
+            print(f"  {counts} {name[:150]}")
+    if profile:
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as torch_profile
 
-            activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
-            with torch_profile(activities=activities) as prof:
-                greedy_generate(target, encoded[:1], 16, device=device)
-            print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=15), flush=True)
-        del target, drafter
-        gc.collect()  # the kept graphs and caches refer back to the model: free both before the next dtype
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+        with torch_profile(activities=activities) as prof:
+            greedy_generate(loaded["bfloat16"][0], encoded[:1], 16, device=device)
+        print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=15), flush=True)
     return rows, extra
 
 
