@@ -124,10 +124,13 @@ def measure(
         )
     encoded = encode_prompts(loaded["float32"][0].tokenizer, load_prompts())
     rows: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {}
     first_tokens: dict[tuple[str, int], tuple[list[list[int]], list[list[int]]]] = {}
     for graphs, attention in variants:
         with variant(graphs, attention):
             for target, drafter in loaded.values():
+                # Graphs captured under another variant's kernels must not be replayed under this one.
+                reference.forget_steps(target.model, drafter)
                 # The warm-up `specprobe smoke` does: one short prompt, four tokens.
                 greedy_generate(target, encoded[:1], 4, device=device)
                 speculative_generate(target, drafter, encoded[:1], 4, K, device=device)
@@ -166,9 +169,10 @@ def measure(
                     row["tokens_equal_to_first_variant"] = reference_tokens == (base.tokens, spec.tokens)
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-    extra: dict[str, Any] = {}
+            for dtype_name, (target, drafter) in loaded.items():
+                # How many steps replayed from graphs, and any capture that failed (then they ran eagerly).
+                extra[f"graph_stats_{dtype_name}_{graphs}_{attention}"] = reference.graph_stats(target.model, drafter)
     for dtype_name, (target, drafter) in loaded.items():
-        extra[f"graph_stats_{dtype_name}"] = reference.graph_stats(target.model, drafter)
         if kernels and device.startswith("cuda"):
             extra[f"kernels_{dtype_name}"] = kernels_per_step(target, drafter, encoded[0], device)
     if "kernels_float32" in extra:

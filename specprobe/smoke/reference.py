@@ -152,7 +152,8 @@ def load_reference_drafter(draft_dir: Path, target: Target, *, device: str, dtyp
 # GPU to run them: eager decoding measured the host, and half precision, whose extra cast kernels
 # (norms and rotary tables computed in float32) cost launches while its smaller weights save GPU
 # time nobody waited for, ran slower than float32. A replayed graph launches all of a step at once.
-# The kernels and their inputs are the same as in eager mode, so the tokens are too.
+# A captured step attends over the whole cache (unwritten and rejected slots masked), an eager one over
+# the slots written so far; on an H200 both gave the same tokens in both dtypes (docs/smoke/README.md).
 CUDA_GRAPHS = True
 
 # Caches and captured graphs kept per model between generations (the smoke command runs the same
@@ -241,6 +242,12 @@ def _steps(owner: nn.Module, key: tuple[Any, ...], build: Callable[[bool], Graph
     while len(kept) > _KEPT_STEPS:
         kept.popitem(last=False)
     return steps
+
+
+def forget_steps(*owners: nn.Module) -> None:
+    """Drop the caches and graphs kept for these models (after changing what a step would capture)."""
+    for owner in owners:
+        _kept(owner).clear()
 
 
 def graph_stats(*owners: nn.Module) -> dict[str, Any]:
