@@ -187,8 +187,9 @@ class RMSNorm(nn.Module):
         if not torch.is_grad_enabled():
             # One kernel on a GPU instead of five (float32) or nine (half precision: the casts to and
             # from float32 are kernels of their own). The fused kernel computes the same float32
-            # expression, weight * x * rsqrt(mean(x^2) + eps), rounded once to x's dtype; on the CPU
-            # it is this very composite. Training keeps the explicit form below, which autocast sees.
+            # expression, weight * x * rsqrt(mean(x^2) + eps), rounded once to x's dtype, summing the
+            # mean in its own order (a float32 result can differ in the last bit); on the CPU it is this
+            # very composite. Training keeps the explicit form below, which autocast sees.
             return functional.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
