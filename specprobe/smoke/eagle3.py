@@ -184,21 +184,40 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():
+            # One kernel on a GPU instead of five (float32) or nine (half precision: the casts to and
+            # from float32 are kernels of their own). The fused kernel computes the same float32
+            # expression, weight * x * rsqrt(mean(x^2) + eps), rounded once to x's dtype, summing the
+            # mean in its own order (a float32 result can differ in the last bit); on the CPU it is this
+            # very composite. Training keeps the explicit form below, which autocast sees.
+            return functional.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
         return (self.weight.float() * x32).to(x.dtype)
 
 
-def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
-    """Llama rotary embedding (non-interleaved halves) of x [B, heads, n, d] at positions [B, n]."""
-    dim = x.shape[-1]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, device=x.device, dtype=torch.float32) / dim))
+def rotary_tables(
+    positions: torch.Tensor, dim: int, theta: float, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin [B, 1, n, dim] of Llama's rotary embedding at positions [B, n], in ``dtype``."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, device=positions.device, dtype=torch.float32) / dim))
     angles = positions.to(torch.float32)[..., None] * inv_freq  # [B, n, d/2]
-    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[:, None].to(x.dtype)
-    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[:, None].to(x.dtype)
-    half = dim // 2
+    cos = torch.cat([angles.cos(), angles.cos()], dim=-1)[:, None].to(dtype)
+    sin = torch.cat([angles.sin(), angles.sin()], dim=-1)[:, None].to(dtype)
+    return cos, sin
+
+
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate x [B, heads, n, d] (non-interleaved halves) by tables from ``rotary_tables``."""
+    half = x.shape[-1] // 2
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * cos + rotated * sin
+
+
+def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """Llama rotary embedding (non-interleaved halves) of x [B, heads, n, d] at positions [B, n]."""
+    cos, sin = rotary_tables(positions, x.shape[-1], theta, x.dtype)
+    return apply_rotary(x, cos, sin)
 
 
 class DraftKVCache:
@@ -229,6 +248,98 @@ class DraftKVCache:
         """Mask out every slot from ``start`` on (chained draft entries once they are verified)."""
         if self.valid is not None:
             self.valid[:, start:] = False
+
+
+class SlotKVCache:
+    """Keys/values in slots allocated once, for decoding steps of fixed shape (replayable as CUDA graphs).
+
+    The same layout as ``DraftKVCache`` (rows advance in lockstep, a rejected or padded slot stays in
+    place and is masked by ``valid``), but the buffers hold ``capacity`` slots from the start, so every
+    step reads and writes the same memory and nothing in a step depends on a host-side length: the
+    step's slots are ``cursor + arange(n)`` with ``cursor`` a device tensor. Whoever runs a step calls
+    ``begin(n, whole=...)`` (sets the cursor) before and ``end(n)`` after it, outside any captured graph.
+    A step that is captured attends over all ``capacity`` slots (``whole``: unwritten and rejected ones
+    masked out); an eager step only over the slots written so far, as a growing cache would.
+
+    It also speaks the protocol transformers' decoder layers use (``update(keys, values, layer_idx)``
+    returning the whole keys and values), so one instance serves as a target's cache, its layers
+    allocated lazily at their first (eager) write with whatever head layout the model has.
+    """
+
+    def __init__(self, batch: int, capacity: int, device: torch.device | str) -> None:
+        self.batch = batch
+        self.capacity = capacity
+        self.length = 0
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        self.valid = torch.zeros(batch, capacity, dtype=torch.bool, device=device)
+        self.key_index = torch.arange(capacity, device=device)
+        self.cursor = torch.zeros(1, dtype=torch.long, device=device)
+        self.step_slots: torch.Tensor | None = None
+        self.view = capacity  # slots a step attends over
+
+    def reset(self) -> None:
+        """Empty the cache for a new generation, keeping its buffers (and any graph that uses them)."""
+        self.length = 0
+        self.valid.zero_()
+        for tensor in (*self.keys, *self.values):
+            tensor.zero_()
+
+    def begin(self, n: int, *, whole: bool) -> None:
+        if self.length + n > self.capacity:
+            raise RuntimeError(f"KV cache of {self.capacity} slots cannot take {n} more after {self.length}")
+        self.cursor.fill_(self.length)
+        self.view = self.capacity if whole else self.length + n
+
+    def end(self, n: int) -> None:
+        self.length += n
+
+    def slots(self, n: int) -> torch.Tensor:
+        """The slots of this step's n entries; also where ``update`` writes until the next call."""
+        self.step_slots = self.cursor + self.key_index[:n]
+        return self.step_slots
+
+    def mark(self, valid: torch.Tensor) -> torch.Tensor:
+        """Record the validity [B, n] of this step's entries; returns the validity of the slots attended."""
+        assert self.step_slots is not None
+        self.valid.index_copy_(1, self.step_slots, valid)
+        return self.valid[:, : self.view]
+
+    def attended(self) -> torch.Tensor:
+        """Indices of the slots a step attends over."""
+        return self.key_index[: self.view]
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write this step's keys/values [B, heads, n, d] of one layer; returns those of the slots attended."""
+        assert self.step_slots is not None
+        while len(self.keys) <= layer_idx:
+            shape = (self.batch, key_states.shape[1], self.capacity, key_states.shape[3])
+            self.keys.append(torch.zeros(shape, dtype=key_states.dtype, device=key_states.device))
+            shape = (self.batch, value_states.shape[1], self.capacity, value_states.shape[3])
+            self.values.append(torch.zeros(shape, dtype=value_states.dtype, device=value_states.device))
+        self.keys[layer_idx].index_copy_(2, self.step_slots, key_states)
+        self.values[layer_idx].index_copy_(2, self.step_slots, value_states)
+        return self.keys[layer_idx][:, :, : self.view], self.values[layer_idx][:, :, : self.view]
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.length
+
+    def invalidate_from(self, start: int) -> None:
+        """Mask out every slot from ``start`` on (chained draft entries once they are verified)."""
+        self.valid[:, start:] = False
+
+
+def slot_mask(key_index: torch.Tensor, query_slots: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Boolean attention mask [B, n, slots]: causal over slot order, valid slots only.
+
+    A padded or rejected query still sees itself, so that no softmax row is all masked (no NaN).
+    """
+    causal = key_index[None, :] <= query_slots[:, None]  # [n, slots]
+    own = key_index[None, :] == query_slots[:, None]
+    allowed: torch.Tensor = (causal[None] & valid[:, None, :]) | own[None]
+    return allowed
 
 
 class Eagle3Layer(nn.Module):
@@ -265,8 +376,10 @@ class Eagle3Layer(nn.Module):
         q = self.q_proj(x).view(batch, n, -1, hd).transpose(1, 2)
         k = self.k_proj(x).view(batch, n, -1, hd).transpose(1, 2)
         v = self.v_proj(x).view(batch, n, -1, hd).transpose(1, 2)
-        q = rotate(q, positions, self.cfg.rope_theta)
-        k = rotate(k, positions, self.cfg.rope_theta)
+        # One table for queries and keys: the same positions, so the same cos and sin.
+        cos, sin = rotary_tables(positions, hd, self.cfg.rope_theta, q.dtype)
+        q = apply_rotary(q, cos, sin)
+        k = apply_rotary(k, cos, sin)
         return q, k, v, residual
 
     def finish(self, attn_out: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
@@ -324,7 +437,7 @@ class Eagle3Drafter(nn.Module):
         tokens: torch.Tensor,
         hidden: torch.Tensor,
         positions: torch.Tensor,
-        cache: DraftKVCache,
+        cache: DraftKVCache | SlotKVCache,
         valid: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Run n new entries per row against the cache; returns (draft logits, hidden to feed back).
@@ -334,21 +447,22 @@ class Eagle3Drafter(nn.Module):
         """
         embeds = self.embed_tokens(tokens).to(hidden.dtype)
         q, k, v, residual = self.layer.qkv(embeds, hidden, positions)
-        old = cache.length
-        cache.append(k, v, valid.clone())
-        assert cache.keys is not None and cache.values is not None and cache.valid is not None
         n = tokens.shape[1]
-        total = old + n
-        key_index = torch.arange(total, device=tokens.device)
-        query_index = torch.arange(n, device=tokens.device) + old
-        causal = key_index[None, :] <= query_index[:, None]  # [n, total]
-        mask = causal[None] & cache.valid[:, None, :]
-        # A padded query sees at least itself, so softmax never meets an all-masked row.
-        mask = mask | (key_index[None, None, :] == query_index[None, :, None])
+        if isinstance(cache, SlotKVCache):
+            query_slots = cache.slots(n)
+            keys, values = cache.update(k, v, 0)
+            mask = slot_mask(cache.attended(), query_slots, cache.mark(valid))
+        else:
+            old = cache.length
+            cache.append(k, v, valid.clone())
+            assert cache.keys is not None and cache.values is not None and cache.valid is not None
+            keys, values = cache.keys, cache.values
+            key_index = torch.arange(old + n, device=tokens.device)
+            mask = slot_mask(key_index, key_index[old:], cache.valid)
         attn = functional.scaled_dot_product_attention(
             q,
-            self.layer.expand_kv(cache.keys),
-            self.layer.expand_kv(cache.values),
+            self.layer.expand_kv(keys),
+            self.layer.expand_kv(values),
             attn_mask=mask[:, None],
             scale=1.0 / math.sqrt(self.cfg.head_dim),
         )

@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 import math
 import time
+import types
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +21,10 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn import functional
 
 from specprobe.findings import SpecprobeError
-from specprobe.smoke.eagle3 import DraftKVCache, Eagle3Drafter, decode_attention, load_drafter
+from specprobe.smoke.eagle3 import Eagle3Drafter, SlotKVCache, decode_attention, load_drafter, slot_mask
 
 Progress = Callable[[int], None]
 
@@ -82,6 +85,7 @@ def load_target(spec: str, *, device: str, dtype: torch.dtype) -> Target:
         raise SpecprobeError(f"cannot load target {spec!r}: {first_line}") from None
     model.to(device)
     model.eval()
+    fuse_rms_norms(model)
     kind: AttentionKind = classify_attention(config)
     return Target(
         model=model,
@@ -91,6 +95,43 @@ def load_target(spec: str, *, device: str, dtype: torch.dtype) -> Target:
         vocab_size=int(model.get_input_embeddings().num_embeddings),
         attention=kind.value,
     )
+
+
+def _fused_rms_norm_forward(self: Any, hidden_states: torch.Tensor) -> torch.Tensor:
+    # transformers' Llama RMSNorm: float32 normalisation rounded to the input dtype, then the weight
+    # multiplied in that dtype. torch's rms_norm without a weight is the first part in one kernel on a
+    # GPU, the same arithmetic with the mean summed in the kernel's own order (on an H200: bfloat16
+    # outputs identical, float32 ones within a float32 ulp or two); the CPU runs the very composite
+    # transformers writes out.
+    normed = functional.rms_norm(hidden_states, (hidden_states.shape[-1],), None, self.variance_epsilon)
+    out: torch.Tensor = self.weight * normed
+    return out
+
+
+def fuse_rms_norms(model: nn.Module) -> int:
+    """Run the model's Llama-style RMSNorms as two kernels instead of six (float32) or eight (half precision).
+
+    Only modules whose ``forward`` is byte for byte transformers' ``LlamaRMSNorm.forward`` (the same
+    code is copied into Qwen2, Mistral and most other families) are changed; a norm that computes
+    anything else (Gemma's 1 + weight, a norm without weight) keeps its own forward. Returns how many.
+    """
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    reference = LlamaRMSNorm.forward.__code__
+    fused = 0
+    for module in model.modules():
+        code = getattr(type(module).forward, "__code__", None)
+        if (
+            code is not None
+            and code.co_code == reference.co_code
+            and code.co_consts == reference.co_consts
+            and code.co_names == reference.co_names
+            and isinstance(getattr(module, "weight", None), torch.Tensor)
+            and isinstance(getattr(module, "variance_epsilon", None), float)
+        ):
+            module.forward = types.MethodType(_fused_rms_norm_forward, module)
+            fused += 1
+    return fused
 
 
 def load_reference_drafter(draft_dir: Path, target: Target, *, device: str, dtype: torch.dtype) -> Eagle3Drafter:
@@ -108,37 +149,162 @@ def load_reference_drafter(draft_dir: Path, target: Target, *, device: str, dtyp
     return drafter
 
 
+# Replay fixed-shape decoding steps from CUDA graphs on a GPU. A step of the demo target launches
+# about 440 kernels of a few microseconds each, and the host takes longer to launch them than the
+# GPU to run them: eager decoding measured the host, and half precision, whose extra cast kernels
+# (norms and rotary tables computed in float32) cost launches while its smaller weights save GPU
+# time nobody waited for, ran slower than float32. A replayed graph launches all of a step at once.
+# A captured step attends over the whole cache (unwritten and rejected slots masked), an eager one over
+# the slots written so far; on an H200 both gave the same tokens in both dtypes (docs/smoke/README.md).
+CUDA_GRAPHS = True
+
+# Caches and captured graphs kept per model between generations (the smoke command runs the same
+# batch several times), least recently used first; a few so that memory stays bounded. They hang off
+# the model itself, so they go when it goes (a runner refers back to its model: a weak mapping keyed
+# by the model would keep it alive).
+_KEPT_STEPS = 4
+_KEPT_ATTRIBUTE = "_specprobe_steps"
+
+
+def _kept(owner: nn.Module) -> OrderedDict[tuple[Any, ...], GraphedSteps]:
+    kept: OrderedDict[tuple[Any, ...], GraphedSteps] | None = owner.__dict__.get(_KEPT_ATTRIBUTE)
+    if kept is None:
+        kept = OrderedDict()
+        owner.__dict__[_KEPT_ATTRIBUTE] = kept
+    return kept
+
+
+class GraphedSteps:
+    """Runs ``fn(*inputs)`` over a ``SlotKVCache``, as a CUDA graph from the second call of a shape on.
+
+    The first call of each input shape runs eagerly (it also does the one-time work: the cache's
+    lazy allocation, kernel selection); the second captures the step into a graph over static copies
+    of the inputs and replays it; later calls copy their inputs in and replay. A graph's outputs are
+    its own buffers, overwritten by its next replay: callers use them before running that shape again.
+    On the CPU, with ``CUDA_GRAPHS`` off, or after a capture fails, every call runs eagerly.
+    """
+
+    def __init__(self, fn: Callable[..., tuple[torch.Tensor, ...]], cache: SlotKVCache, *, graphs: bool) -> None:
+        self.fn = fn
+        self.cache = cache
+        self.graphs = graphs
+        self.seen: set[tuple[Any, ...]] = set()
+        self.captured: dict[tuple[Any, ...], tuple[Any, list[torch.Tensor], tuple[torch.Tensor, ...]]] = {}
+        self.replays = 0
+        self.capture_error: str | None = None
+
+    def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        n = inputs[0].shape[1]
+        key = tuple((tuple(t.shape), t.dtype) for t in inputs)
+        if self.graphs and key in self.seen and key not in self.captured:
+            self.cache.begin(n, whole=True)
+            self._capture(key, inputs)
+        if key in self.captured:
+            self.cache.begin(n, whole=True)
+            graph, static, outputs = self.captured[key]
+            for buffer, value in zip(static, inputs, strict=True):
+                buffer.copy_(value)
+            graph.replay()
+            self.replays += 1
+        else:
+            self.seen.add(key)
+            self.cache.begin(n, whole=False)
+            outputs = self.fn(*inputs)
+        self.cache.end(n)
+        return outputs
+
+    def _capture(self, key: tuple[Any, ...], inputs: Sequence[torch.Tensor]) -> None:
+        static = [t.clone() for t in inputs]
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                outputs = self.fn(*static)
+        except RuntimeError as exc:  # an operation that cannot be captured: stay eager, say why
+            self.graphs = False
+            self.capture_error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            return
+        self.captured[key] = (graph, static, outputs)
+
+
+def _graphs_enabled(device: str) -> bool:
+    return CUDA_GRAPHS and device.startswith("cuda")
+
+
+def _steps(owner: nn.Module, key: tuple[Any, ...], build: Callable[[bool], GraphedSteps], device: str) -> GraphedSteps:
+    """The steps runner for (owner, key): reused between generations where graphs are on, else new."""
+    if not _graphs_enabled(device):
+        return build(False)
+    kept = _kept(owner)
+    steps = kept.pop(key, None)
+    if steps is None:
+        steps = build(True)
+    else:
+        steps.cache.reset()
+    kept[key] = steps
+    while len(kept) > _KEPT_STEPS:
+        kept.popitem(last=False)
+    return steps
+
+
+def forget_steps(*owners: nn.Module) -> None:
+    """Drop the caches and graphs kept for these models (after changing what a step would capture)."""
+    for owner in owners:
+        _kept(owner).clear()
+
+
+def graph_stats(*owners: nn.Module) -> dict[str, Any]:
+    """Graph replays and capture failures of the steps kept for these models (for benchmarks and logs)."""
+    kept = [steps for owner in owners for steps in _kept(owner).values()]
+    return {
+        "replays": sum(steps.replays for steps in kept),
+        "graphs": sum(len(steps.captured) for steps in kept),
+        "capture_errors": sorted({steps.capture_error for steps in kept if steps.capture_error}),
+    }
+
+
+def _capacity(slots: int) -> int:
+    # A multiple of 64 slots: attention kernels want aligned mask rows, and nearby lengths share graphs.
+    return -(-slots // 64) * 64
+
+
 class TargetRunner:
-    """Runs the target incrementally over a KV cache whose slots can be masked out per row."""
+    """Runs the target incrementally over a slot KV cache whose slots can be masked out per row."""
 
-    def __init__(self, target: Target, aux_layer_ids: Sequence[int], batch: int, device: str) -> None:
-        from transformers import DynamicCache
-
+    def __init__(self, target: Target, aux_layer_ids: Sequence[int], batch: int, capacity: int, device: str) -> None:
         self.target = target
         self.aux_layer_ids = tuple(aux_layer_ids)
-        self.cache = DynamicCache()
         # transformers renamed `past_key_values` to `cache` (5.2x); pass whichever this version takes.
         parameters = inspect.signature(target.model.forward).parameters
         self.cache_kwarg = "cache" if "cache" in parameters else "past_key_values"
-        self.valid = torch.zeros(batch, 0, dtype=torch.bool, device=device)
-        self.device = device
+        capacity = _capacity(capacity)
+        self.steps = _steps(
+            target.model,
+            ("target", batch, capacity, self.aux_layer_ids),
+            lambda graphs: GraphedSteps(self._step, SlotKVCache(batch, capacity, device), graphs=graphs),
+            device,
+        )
+        self.cache = self.steps.cache
+
+    @property
+    def length(self) -> int:
+        return self.cache.length
 
     def forward(
-        self, input_ids: torch.Tensor, positions: torch.Tensor, valid: torch.Tensor, *, want_aux: bool
+        self, input_ids: torch.Tensor, positions: torch.Tensor, valid: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Append n entries per row; returns logits [B, n, V] and aux hidden states [B, n, n_aux*H]."""
-        old = self.valid.shape[1]
-        self.valid = torch.cat([self.valid, valid], dim=1)
-        n = input_ids.shape[1]
-        total = old + n
-        key_index = torch.arange(total, device=self.device)
-        query_index = torch.arange(n, device=self.device) + old
-        allowed = (key_index[None, :] <= query_index[:, None])[None] & self.valid[:, None, :]
-        # Padded queries attend to themselves so that no softmax row is empty (no NaN can leak).
-        allowed = allowed | (key_index[None, None, :] == query_index[None, :, None])
+        """Append n entries per row; returns logits [B, n, V] and aux hidden states [B, n, n_aux*H]
+        (None without aux layers). Both belong to the step's graph until the next step of this shape."""
+        outputs = self.steps(input_ids, positions, valid)
+        return outputs[0], (outputs[1] if self.aux_layer_ids else None)
+
+    def _step(self, input_ids: torch.Tensor, positions: torch.Tensor, valid: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        # Device work only (no host reads): this is what a CUDA graph captures.
+        slots = self.cache.slots(input_ids.shape[1])
+        allowed = slot_mask(self.cache.attended(), slots, self.cache.mark(valid))
         dtype = self.target.model.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device)
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+        want_aux = bool(self.aux_layer_ids)
         out = self.target.model(
             input_ids=input_ids,
             attention_mask=mask[:, None],
@@ -147,16 +313,42 @@ class TargetRunner:
             output_hidden_states=want_aux,
             **{self.cache_kwarg: self.cache},
         )
-        aux = None
-        if want_aux:
-            # hidden_states[i] is the input of layer i, the residual stream vLLM captures for aux id i.
-            aux = torch.cat([out.hidden_states[i] for i in self.aux_layer_ids], dim=-1)
         logits: torch.Tensor = out.logits
-        return logits, aux
+        if not want_aux:
+            return (logits,)
+        # hidden_states[i] is the input of layer i, the residual stream vLLM captures for aux id i.
+        return logits, torch.cat([out.hidden_states[i] for i in self.aux_layer_ids], dim=-1)
 
     def invalidate(self, keep: torch.Tensor, start: int) -> None:
         """Mask slots ``start + j`` for j where ``keep[:, j]`` is false (rejected draft tokens)."""
-        self.valid[:, start : start + keep.shape[1]] &= keep
+        self.cache.valid[:, start : start + keep.shape[1]] &= keep
+
+
+class DrafterRunner:
+    """Runs the drafter's steps over a slot KV cache (graph-replayed like the target's)."""
+
+    def __init__(self, drafter: Eagle3Drafter, batch: int, capacity: int, device: str) -> None:
+        self.drafter = drafter
+        capacity = _capacity(capacity)
+        self.steps = _steps(
+            drafter,
+            ("drafter", batch, capacity),
+            lambda graphs: GraphedSteps(self._step, SlotKVCache(batch, capacity, device), graphs=graphs),
+            device,
+        )
+        self.cache = self.steps.cache
+
+    def step(
+        self, tokens: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor, valid: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``Eagle3Drafter.step`` on this runner's cache; outputs belong to the step's graph."""
+        logits, fed_back = self.steps(tokens, hidden, positions, valid)
+        return logits, fed_back
+
+    def _step(
+        self, tokens: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor, valid: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        return self.drafter.step(tokens, hidden, positions, self.cache, valid)
 
 
 def _left_pad(
@@ -209,24 +401,23 @@ def greedy_generate(
     """Target-only greedy decoding with a KV cache, batched (the baseline and the lossless reference)."""
     _sync(device)
     start = time.perf_counter()
-    runner = TargetRunner(target, (), len(prompts), device)
     ids, valid, positions = _left_pad(prompts, 0, device)
-    logits, _ = runner.forward(ids, positions, valid, want_aux=False)
+    runner = TargetRunner(target, (), len(prompts), ids.shape[1] + max_new_tokens, device)
+    logits, _ = runner.forward(ids, positions, valid)
     next_tok = logits[:, -1].argmax(-1)
-    pos = positions[:, -1] + 1
+    pos = positions[:, -1:] + 1
+    one = torch.ones(len(prompts), 1, dtype=torch.bool, device=device)
     out = [next_tok]
     for _ in range(max_new_tokens - 1):
-        logits, _ = runner.forward(
-            next_tok[:, None], pos[:, None], torch.ones_like(next_tok[:, None], dtype=torch.bool), want_aux=False
-        )
+        logits, _ = runner.forward(next_tok[:, None], pos, one)
         next_tok = logits[:, -1].argmax(-1)
         pos = pos + 1
         out.append(next_tok)
         if progress:
             progress(len(prompts))
+    tokens = torch.stack(out, dim=1).tolist()  # the one host sync of the loop
     _sync(device)
     seconds = time.perf_counter() - start
-    tokens = torch.stack(out, dim=1).tolist()
     return GreedyResult(tokens=tokens, seconds=seconds)
 
 
@@ -246,22 +437,27 @@ def speculative_generate(
 
     The first new token comes from the target's prefill; each round then emits the accepted
     drafts plus the target's own next token (the bonus token), so every emitted token is one the
-    target would have chosen greedily.
+    target would have chosen greedily. Every round has the same shapes (K-1 chained drafter steps
+    of one entry, a target pass and a drafter catch-up of K+1 entries, the unaccepted ones masked),
+    so that each can replay as a CUDA graph, and the host waits on the GPU once per round, for the
+    acceptance counts.
     """
     k = num_speculative_tokens
     batch = len(prompts)
     _sync(device)
     start = time.perf_counter()
-    runner = TargetRunner(target, drafter.cfg.aux_layer_ids, batch, device)
     ids, valid, positions = _left_pad(prompts, 0, device)
-    logits, aux = runner.forward(ids, positions, valid, want_aux=True)
+    # Each round emits at least one token per row and takes K+1 target slots and 2K drafter slots
+    # (K-1 chained, K+1 catching up), so these capacities are never exceeded.
+    runner = TargetRunner(target, drafter.cfg.aux_layer_ids, batch, ids.shape[1] + (k + 1) * max_new_tokens, device)
+    draft_runner = DrafterRunner(drafter, batch, ids.shape[1] + 2 * k * max_new_tokens, device)
+    logits, aux = runner.forward(ids, positions, valid)
     assert aux is not None
     last_tok = logits[:, -1].argmax(-1)
     cur_pos = positions[:, -1] + 1  # position of last_tok, not yet seen by the target
     # Drafter entry p pairs the target's hidden state at p with the token at p + 1.
-    draft_cache = DraftKVCache()
     draft_tokens = torch.cat([ids[:, 1:], last_tok[:, None]], dim=1)
-    draft_logits, draft_hidden = drafter.step(draft_tokens, drafter.combine_aux(aux), positions, draft_cache, valid)
+    draft_logits, draft_hidden = draft_runner.step(draft_tokens, drafter.combine_aux(aux), positions, valid)
     next_logits, next_hidden = draft_logits[:, -1], draft_hidden[:, -1:]
 
     emitted: list[list[int]] = [[int(t)] for t in last_tok.tolist()]
@@ -271,30 +467,24 @@ def speculative_generate(
     lengths: list[list[int]] = [[] for _ in range(batch)]
     rows = torch.arange(batch, device=device)
     offsets = torch.arange(k + 1, device=device)
+    one = torch.ones(batch, 1, dtype=torch.bool, device=device)
+    all_verified = torch.ones(batch, k + 1, dtype=torch.bool, device=device)
     while min(len(e) for e in emitted) < max_new_tokens:
         # 1. Chain K drafts; chained entries are speculative and masked once verified.
-        chain_start = draft_cache.length
+        chain_start = draft_runner.cache.length
         proposal = [drafter.to_target_ids(next_logits.argmax(-1))]
         hidden = next_hidden
         for j in range(1, k):
-            step_logits, hidden = drafter.step(
-                proposal[-1][:, None],
-                hidden,
-                (cur_pos - 1 + j)[:, None],
-                draft_cache,
-                torch.ones(batch, 1, dtype=torch.bool, device=device),
-            )
+            step_logits, hidden = draft_runner.step(proposal[-1][:, None], hidden, (cur_pos - 1 + j)[:, None], one)
             proposal.append(drafter.to_target_ids(step_logits[:, -1].argmax(-1)))
         draft = torch.stack(proposal, dim=1)  # [B, K]
-        draft_cache.invalidate_from(chain_start)
+        draft_runner.cache.invalidate_from(chain_start)
 
         # 2. Verify [last_tok, d1..dK] in one target pass.
         verify_ids = torch.cat([last_tok[:, None], draft], dim=1)
         verify_pos = cur_pos[:, None] + offsets[None, :]
-        verify_start = runner.valid.shape[1]
-        logits, aux = runner.forward(
-            verify_ids, verify_pos, torch.ones(batch, k + 1, dtype=torch.bool, device=device), want_aux=True
-        )
+        verify_start = runner.length
+        logits, aux = runner.forward(verify_ids, verify_pos, all_verified)
         assert aux is not None
         target_choice = logits.argmax(-1)  # [B, K+1]
         matches = (draft == target_choice[:, :k]).long()
@@ -303,38 +493,29 @@ def speculative_generate(
         keep = offsets[None, :] <= n_accepted[:, None]  # last_tok and the accepted drafts stay
         runner.invalidate(keep, verify_start)
 
-        # 3. Bookkeeping, on the CPU once per round.
-        n_list = n_accepted.tolist()
-        draft_list = draft.tolist()
-        bonus_list = bonus.tolist()
-        for row in range(batch):
+        # 3. The drafter catches up on all K+1 entries with the target's hidden states; those past
+        # a row's accepted ones are masked out (keep false), as rejected drafts are in the target.
+        next_tokens = torch.cat([draft, bonus[:, None]], dim=1)
+        next_tokens[rows, n_accepted] = bonus
+        catch_logits, catch_hidden = draft_runner.step(next_tokens, drafter.combine_aux(aux), verify_pos, keep)
+        next_logits = catch_logits[rows, n_accepted]
+        next_hidden = catch_hidden[rows, n_accepted][:, None]
+        last_tok = bonus
+        cur_pos = cur_pos + n_accepted + 1
+
+        # 4. Bookkeeping on the CPU, one transfer per round (it waits for the GPU work queued above).
+        counts = torch.cat([n_accepted[:, None], draft, bonus[:, None]], dim=1).tolist()
+        for row, (n, *row_draft, row_bonus) in enumerate(counts):
             if len(emitted[row]) >= max_new_tokens:
                 continue
-            n = n_list[row]
             drafts[row] += 1
             accepted[row] += n
             lengths[row].append(n + 1)
             for position in range(n):
                 per_pos[row][position] += 1
-            emitted[row].extend([*draft_list[row][:n], bonus_list[row]])
+            emitted[row].extend([*row_draft[:n], row_bonus])
         if progress:
-            progress(sum(n + 1 for n in n_list))
-
-        # 4. The drafter catches up on the accepted entries with the target's hidden states.
-        next_tokens = torch.cat([draft, bonus[:, None]], dim=1)
-        next_tokens[rows, n_accepted] = bonus
-        width = int(n_accepted.max()) + 1
-        catch_logits, catch_hidden = drafter.step(
-            next_tokens[:, :width],
-            drafter.combine_aux(aux[:, :width]),
-            verify_pos[:, :width],
-            draft_cache,
-            keep[:, :width],
-        )
-        next_logits = catch_logits[rows, n_accepted]
-        next_hidden = catch_hidden[rows, n_accepted][:, None]
-        last_tok = bonus
-        cur_pos = cur_pos + n_accepted + 1
+            progress(sum(row[0] + 1 for row in counts))
     _sync(device)
     seconds = time.perf_counter() - start
     return SpeculativeResult(
