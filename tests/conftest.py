@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from tests.engine_interpreters import sglang_python, vllm_cpu_python, vllm_python
 
@@ -35,9 +36,16 @@ def demo_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if reuse and all((Path(reuse) / name / "config.json").is_file() for name in names):
         written = {name: Path(reuse) / name for name in names}
     else:
-        torch.set_num_threads(2)
-        out = tmp_path_factory.mktemp("demo")
-        written = build_demo_models(out, plan=TINY, with_mla=True, log=lambda _message: None)
+        # Under pytest-xdist the workers share one training: the first trains into the run's common
+        # temporary folder under a file lock, the others wait and read it (same code, same seed).
+        shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+        out = (shared or tmp_path_factory.mktemp("demo-run")) / "demo-models"
+        with FileLock(str(out) + ".lock"):
+            if not (out / "done").is_file():
+                torch.set_num_threads(2)
+                build_demo_models(out, plan=TINY, with_mla=True, log=lambda _message: None)
+                (out / "done").write_text("", encoding="utf-8")
+        written = {name: out / name for name in names}
     unservable = tmp_path_factory.mktemp("unservable") / "target-head16"
     written["target-head16"] = head_size_copy(written["target"], unservable)
     return written

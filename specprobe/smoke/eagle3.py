@@ -19,10 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
 from torch import nn
 from torch.nn import functional
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.compat.engine_facts import default_aux_layers
 from specprobe.hfconfig import ConfigError, load_config_json
 
 EVIDENCE_VLLM_EAGLE3 = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama_eagle3.py"
@@ -103,7 +107,6 @@ class Eagle3Config:
 
 def default_aux_layer_ids(num_target_layers: int) -> tuple[int, ...]:
     """The engines' choice when a drafter declares none (written once, in compat.engine_facts)."""
-    from specprobe.compat.engine_facts import default_aux_layers
 
     return tuple(default_aux_layers(num_target_layers))
 
@@ -517,7 +520,6 @@ def safetensors_files(draft_dir: Path) -> list[Path]:
     """The weight files of a folder, as `specprobe check` reads them (checkpoint.folder): the shard
     index's files, else *.safetensors; symlinks out of the folder and index paths that escape it are
     refused, and pickles are never loaded."""
-    from specprobe.checkpoint.folder import load_checkpoint
 
     ckpt = load_checkpoint(draft_dir)
     blocking = [issue for issue in ckpt.issues if issue.kind in _UNLOADABLE]
@@ -532,8 +534,6 @@ def safetensors_files(draft_dir: Path) -> list[Path]:
 
 
 def read_tensors(draft_dir: Path) -> dict[str, torch.Tensor]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
 
     tensors: dict[str, torch.Tensor] = {}
     for path in safetensors_files(draft_dir):

@@ -24,6 +24,14 @@ from torch import nn
 from torch.nn import functional
 
 from specprobe.findings import SpecprobeError
+from specprobe.hfconfig import (
+    AttentionKind,
+    ConfigError,
+    classify_attention,
+    load_config_json,
+    parse_model_config,
+    resolve_config_path,
+)
 from specprobe.smoke.eagle3 import Eagle3Drafter, SlotKVCache, decode_attention, load_drafter, slot_mask
 
 Progress = Callable[[int], None]
@@ -55,13 +63,11 @@ def resolve_dtype(name: str) -> torch.dtype:
 
 def load_target(spec: str, *, device: str, dtype: torch.dtype) -> Target:
     """Load a target folder or hub id with safetensors only and no remote code."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: PLC0415 - ~2 s, only when a target is loaded
 
-    from specprobe.hfconfig import AttentionKind, classify_attention, parse_model_config, resolve_config_path
 
     local = Path(spec).is_dir()
     config_path = resolve_config_path(spec)
-    from specprobe.hfconfig import ConfigError, load_config_json
 
     try:
         raw = load_config_json(config_path)
@@ -115,7 +121,7 @@ def fuse_rms_norms(model: nn.Module) -> int:
     code is copied into Qwen2, Mistral and most other families) are changed; a norm that computes
     anything else (Gemma's 1 + weight, a norm without weight) keeps its own forward. Returns how many.
     """
-    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm  # noqa: PLC0415 - transformers ~2 s, only for a loaded target
 
     reference = LlamaRMSNorm.forward.__code__
     fused = 0
