@@ -83,18 +83,10 @@ class Checkpoint:
         self.issues.append(FileIssue(kind, message, location))
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
 def _hf_cache_blob(target: Path, root: Path) -> bool:
     """Hub cache snapshots link every file to ../../blobs/<hash>: that is the cache, not an escape."""
     repo_dir = root.parent.parent
-    return root.parent.name == "snapshots" and _inside(target, repo_dir / "blobs")
+    return root.parent.name == "snapshots" and target.is_relative_to(repo_dir / "blobs")
 
 
 def _symlink_target(path: Path) -> Path | None:
@@ -116,7 +108,7 @@ def _check_symlink(ckpt: Checkpoint, root: Path, relative: str) -> bool:
             relative,
         )
         return False
-    if not _inside(target, root) and not _hf_cache_blob(target, root):
+    if not target.is_relative_to(root) and not _hf_cache_blob(target, root):
         ckpt.escaping_symlinks.append((relative, str(target)))
         return False
     return True

@@ -31,14 +31,6 @@ class Written:
     offsets: dict[str, tuple[str, int, int]] = field(default_factory=dict)
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
 def validate_out(out: Path, *, draft_dir: Path, target_dir: Path | None) -> Path:
     """The resolved ``--out``; SpecprobeError (exit 2, one line) when it may not be written."""
     out = expand_user(out)
@@ -50,9 +42,9 @@ def validate_out(out: Path, *, draft_dir: Path, target_dir: Path | None) -> Path
         if given is None:
             continue
         root = given.resolve()
-        if _inside(resolved, root):
+        if resolved.is_relative_to(root):
             raise SpecprobeError(f"--out {out} is inside {label} {root}; fix never writes into its inputs")
-        if _inside(root, resolved):
+        if root.is_relative_to(resolved):
             raise SpecprobeError(f"--out {out} contains {label} {root}; give a new folder")
     if out.is_symlink():
         raise SpecprobeError(f"--out {out} is a symlink; give a new folder")
