@@ -10,6 +10,7 @@ import ast
 import contextlib
 import dataclasses
 import enum
+import importlib
 import importlib.metadata
 import importlib.util
 import inspect
@@ -26,6 +27,22 @@ from pathlib import Path
 from typing import Any
 
 BOUND_NAMES = ("gt", "ge", "lt", "le")
+
+
+def first_attribute(candidates: typing.Sequence[tuple[str, str]]) -> Any:
+    """The first ``module.attribute`` of ``candidates`` that imports (releases move their APIs between
+    modules); ImportError naming every place tried when none does."""
+    tried = []
+    for module_name, attribute in candidates:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            tried.append(f"{module_name} ({exc})")
+            continue
+        if hasattr(module, attribute):
+            return getattr(module, attribute)
+        tried.append(f"{module_name}.{attribute} (absent)")
+    raise ImportError(f"{candidates[0][1]} not found: {'; '.join(tried)}")
 
 
 def json_value(value: Any, depth: int = 0) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 # (_common.py, _errors.py) sit beside this file.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _common
 import _errors
 
 # Where releases keep the serve parser and the flexible parser class, newest first.
@@ -35,19 +36,6 @@ _PARSER_MODULES = (
     "vllm.entrypoints.openai.cli_args",
 )
 _FLEXIBLE_MODULES = ("vllm.utils.argparse_utils", "vllm.utils")
-
-
-def _first_attribute(modules: tuple[str, ...], name: str) -> Any:
-    errors = []
-    for module_name in modules:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            errors.append(f"{module_name}: {exc}")
-            continue
-        if hasattr(module, name):
-            return getattr(module, name)
-    raise ImportError(f"{name} not found in {', '.join(modules)} ({'; '.join(errors)})")
 
 
 def choose_platform(device: str | None) -> str:
@@ -107,8 +95,8 @@ def dry_run(argv: list[str], requested_device: str | None) -> dict[str, Any]:
         device = str(getattr(platforms.current_platform, "device_type", "") or "")
         stages["import"] = round(time.monotonic() - started, 2)
         stage = "parse"
-        make_arg_parser = _first_attribute(_PARSER_MODULES, "make_arg_parser")
-        flexible = _first_attribute(_FLEXIBLE_MODULES, "FlexibleArgumentParser")
+        make_arg_parser = _common.first_attribute([(m, "make_arg_parser") for m in _PARSER_MODULES])
+        flexible = _common.first_attribute([(m, "FlexibleArgumentParser") for m in _FLEXIBLE_MODULES])
         parser = make_arg_parser(flexible(prog="vllm serve"))
         _errors.keep_parser_errors()
         args = parser.parse_args(argv)

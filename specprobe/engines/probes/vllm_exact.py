@@ -66,17 +66,10 @@ class UnsupportedError(Exception):
 
 def _first(candidates: tuple[tuple[str, str], ...]) -> Any:
     """The first ``module.attribute`` of ``candidates`` that imports; UnsupportedError naming them all."""
-    tried = []
-    for module_name, attribute in candidates:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            tried.append(f"{module_name} ({exc})")
-            continue
-        if hasattr(module, attribute):
-            return getattr(module, attribute)
-        tried.append(f"{module_name}.{attribute} (absent)")
-    raise UnsupportedError(f"{candidates[0][1]} not found: {'; '.join(tried)}")
+    try:
+        return _common.first_attribute(candidates)
+    except ImportError as exc:
+        raise UnsupportedError(str(exc)) from None
 
 
 def _free_port() -> int:
