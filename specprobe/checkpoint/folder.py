@@ -19,8 +19,9 @@ from specprobe.checkpoint.safetensors_header import (
     TensorEntry,
     read_header,
 )
+from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import ConfigError, read_config_json
-from specprobe.untrusted.files import UntrustedInputError, load_json_file
+from specprobe.untrusted.files import UntrustedInputError, exists, expand_user, is_dir, load_json_file
 
 # Pickle containers: engines may unpickle them, specprobe never does.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
@@ -271,6 +272,17 @@ def _read_index(ckpt: Checkpoint, index_name: str, readable: set[str]) -> list[s
         if tensor_name not in weight_map:
             ckpt.issue("index-unlisted", f"tensor {tensor_name!r} in {info.file} is not in {index_name}", info.file)
     return shards
+
+
+def draft_folder(draft_dir: Path | str) -> Path:
+    """``draft_dir`` with ``~`` expanded, checked to be an existing folder (a one-line SpecprobeError, exit 2,
+    otherwise): what `check` and `fix` accept as the drafter before reading anything in it."""
+    path = expand_user(draft_dir)
+    if not exists(path):
+        raise SpecprobeError(f"draft folder {path} does not exist")
+    if not is_dir(path):
+        raise SpecprobeError(f"draft {path} is not a folder")
+    return path
 
 
 def load_checkpoint(root: Path) -> Checkpoint:

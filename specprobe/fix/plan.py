@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from specprobe.checkpoint.folder import Checkpoint, TensorInfo, load_checkpoint
+from specprobe.checkpoint.folder import Checkpoint, TensorInfo, draft_folder, load_checkpoint
 from specprobe.checkpoint.layout import DRAFT_FORMATS, Layout, detect_layout, effective_draft_config
 from specprobe.checkpoint.rewrite import ByteRange, sha256_range, sha256_ranges
 from specprobe.checkpoint.safetensors_header import DTYPE_SIZES, INTEGER_DTYPES, HeaderError, read_tensor
@@ -50,7 +50,7 @@ from specprobe.fix.model import FixPlan, PlannedTensor, TargetFiles
 from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config, resolve_config_path
 from specprobe.rules import fix as rules
 from specprobe.rules.shapes import aux_ids_problem, aux_layer_sources
-from specprobe.untrusted.files import exists, expand_user, is_dir
+from specprobe.untrusted.files import expand_user, is_dir
 
 # Formats fix writes (the MLA drafters keep their own format; only their config and names are fixed).
 OUT_FORMATS = ("eagle3", "specforge", "speculators", "vllm-native")
@@ -787,11 +787,7 @@ def build_plan(
 ) -> FixPlan:
     """The plan for ``draft_dir`` on release ``engine`` (``E==V``) with ``target``; SpecprobeError for
     arguments that cannot be used (exit 2)."""
-    path = expand_user(draft_dir)
-    if not exists(path):
-        raise SpecprobeError(f"draft folder {path} does not exist")
-    if not is_dir(path):
-        raise SpecprobeError(f"draft {path} is not a folder")
+    path = draft_folder(draft_dir)
     name, version = parse_release(engine)
     if format_out is not None and format_out not in OUT_FORMATS:
         raise SpecprobeError(f"--format-out {format_out!r}: choose one of {', '.join(OUT_FORMATS)}")

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.checkpoint.folder import draft_folder, load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
 from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
@@ -31,7 +31,6 @@ from specprobe.rules import (
 )
 from specprobe.rules.internal import internal_error
 from specprobe.schema.store import known_versions, latest_version
-from specprobe.untrusted.files import exists, expand_user, is_dir
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
 
@@ -87,11 +86,7 @@ def build_context(
     deep: bool = False,
     device: str | None = None,
 ) -> CheckContext:
-    draft_path = expand_user(draft_dir)
-    if not exists(draft_path):
-        raise SpecprobeError(f"draft folder {draft_path} does not exist")
-    if not is_dir(draft_path):
-        raise SpecprobeError(f"draft {draft_path} is not a folder")
+    draft_path = draft_folder(draft_dir)
     engines, explicit = parse_engine(engine)
     engine_spec = parse_engine_spec(engine) if engine is not None else None
     target_config, target_error = _load_target(target) if target else (None, None)
