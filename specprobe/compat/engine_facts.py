@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from specprobe.engines.facts import Answer, answer, newest_read
+from specprobe.engines.facts import Answer, answer, beyond_newest, newest_read
 from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
 from specprobe.schema.store import known_versions, load_snapshot, nearest_version
@@ -109,22 +109,13 @@ def snapshot_field(engine: str, version: str, name: str) -> Any:
     return value if value not in (None, [], {}) else None
 
 
-def _beyond_newest(engine: str, version: str) -> str | None:
-    """The newest release read when ``version`` is past it (its snapshot stands in), else None."""
-    newest = newest_read().get(engine)
-    parsed, newest_version = parse_version(version), parse_version(newest) if newest else None
-    if parsed is None or newest_version is None:
-        return None
-    return newest if parsed > newest_version else None
-
-
 def _snapshot_answer(engine: str, version: str, name: str) -> Answer | None:
     """The snapshot's field for ``engine==version``; past the newest release read, the newest snapshot's
     (flagged), so that a release newer than every snapshot keeps what the newest one says."""
     value = snapshot_field(engine, version, name)
     if value is not None:
         return Answer(value, "", f"specprobe/data/schemas/{engine}/{version}.json", version)
-    newest = _beyond_newest(engine, version)
+    newest = beyond_newest(engine, version)
     if newest is None:
         return None
     value = snapshot_field(engine, newest, name)
@@ -208,7 +199,7 @@ def _registry_snapshot(engine: str, version: str, nearest: bool) -> tuple[str, b
     (flagged) past the newest release read, and with ``nearest`` the newest older one between snapshots."""
     if version in known_versions(engine) or snapshot_field(engine, version, "model_architectures") is not None:
         return version, False
-    newest = _beyond_newest(engine, version)
+    newest = beyond_newest(engine, version)
     if newest is not None:
         return newest, True
     if nearest:
