@@ -253,6 +253,15 @@ class DraftKVCache:
             self.valid[:, start:] = False
 
 
+# Captured steps attend over the cache in buckets of this many slots (None: always the whole capacity).
+# Attention and its mask cost grow with the slots attended, and a speculative generation sizes its
+# caches for the worst case ((K+1) target slots and 2K drafter slots per token): over the whole
+# capacity, the largest GPU kernels of a batch-24 K=3 generation on an H200 were attention and the
+# elementwise work on masks, over slots mostly not yet written. A graph per bucket costs one more
+# eager step and capture every 128 slots.
+VIEW_BUCKET: int | None = 128
+
+
 class SlotKVCache:
     """Keys/values in slots allocated once, for decoding steps of fixed shape (replayable as CUDA graphs).
 
@@ -261,8 +270,9 @@ class SlotKVCache:
     step reads and writes the same memory and nothing in a step depends on a host-side length: the
     step's slots are ``cursor + arange(n)`` with ``cursor`` a device tensor. Whoever runs a step calls
     ``begin(n, whole=...)`` (sets the cursor) before and ``end(n)`` after it, outside any captured graph.
-    A step that is captured attends over all ``capacity`` slots (``whole``: unwritten and rejected ones
-    masked out); an eager step only over the slots written so far, as a growing cache would.
+    A step that is captured attends over the slots up to the end of the ``VIEW_BUCKET``-slot bucket that
+    holds its last entry (``whole``: unwritten and rejected ones masked out), so that one graph serves
+    the steps of a bucket; an eager step only over the slots written so far, as a growing cache would.
 
     It also speaks the protocol transformers' decoder layers use (``update(keys, values, layer_idx)``
     returning the whole keys and values), so one instance serves as a target's cache, its layers
@@ -288,11 +298,17 @@ class SlotKVCache:
         for tensor in (*self.keys, *self.values):
             tensor.zero_()
 
+    def bucket(self, n: int) -> int:
+        """The slots a captured step of n entries attends over (see ``VIEW_BUCKET``)."""
+        if VIEW_BUCKET is None:
+            return self.capacity
+        return min(self.capacity, -(-(self.length + n) // VIEW_BUCKET) * VIEW_BUCKET)
+
     def begin(self, n: int, *, whole: bool) -> None:
         if self.length + n > self.capacity:
             raise RuntimeError(f"KV cache of {self.capacity} slots cannot take {n} more after {self.length}")
         self.cursor.fill_(self.length)
-        self.view = self.capacity if whole else self.length + n
+        self.view = self.bucket(n) if whole else self.length + n
 
     def end(self, n: int) -> None:
         self.length += n

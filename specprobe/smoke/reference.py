@@ -9,6 +9,7 @@ rejected slots stay in place and are masked out by an explicit 4-D attention mas
 
 from __future__ import annotations
 
+import gc
 import inspect
 import math
 import time
@@ -160,9 +161,14 @@ def load_reference_drafter(draft_dir: Path, target: Target, *, device: str, dtyp
 # GPU to run them: eager decoding measured the host, and half precision, whose extra cast kernels
 # (norms and rotary tables computed in float32) cost launches while its smaller weights save GPU
 # time nobody waited for, ran slower than float32. A replayed graph launches all of a step at once.
-# A captured step attends over the whole cache (unwritten and rejected slots masked), an eager one over
-# the slots written so far; on an H200 both gave the same tokens in both dtypes (docs/smoke/README.md).
+# A captured step attends over the cache up to the end of its bucket of slots (eagle3.VIEW_BUCKET;
+# unwritten and rejected slots masked), an eager one over the slots written so far; on an H200 both
+# gave the same tokens in both dtypes (docs/smoke/README.md).
 CUDA_GRAPHS = True
+
+# Queue a speculative round on the GPU before reading the previous round's acceptance counts (see
+# speculative_generate); off, the host waits for every round before queuing the next.
+OVERLAP_ROUNDS = True
 
 # Caches and captured graphs kept per model between generations (the smoke command runs the same
 # batch several times), least recently used first; a few so that memory stays bounded. They hang off
@@ -201,7 +207,8 @@ class GraphedSteps:
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         n = inputs[0].shape[1]
-        key = tuple((tuple(t.shape), t.dtype) for t in inputs)
+        # A graph per input shape and per bucket of slots attended (SlotKVCache.bucket).
+        key = (*((tuple(t.shape), t.dtype) for t in inputs), self.cache.bucket(n))
         if self.graphs and key in self.seen and key not in self.captured:
             self.cache.begin(n, whole=True)
             self._capture(key, inputs)
@@ -222,6 +229,13 @@ class GraphedSteps:
     def _capture(self, key: tuple[Any, ...], inputs: Sequence[torch.Tensor]) -> None:
         static = [t.clone() for t in inputs]
         graph = torch.cuda.CUDAGraph()
+        # No garbage collection while capturing: runners of earlier generations hold their graphs in a
+        # reference cycle (runner -> steps -> bound step -> runner), and a collection that frees one of
+        # those graphs mid-capture resets it, which a capturing stream refuses; the capture then fails
+        # ("operation failed due to a previous error during capture") and the step stays eager (on an
+        # H200, a benchmark variant kept 13 of its 16 graphs so). torch.cuda.graph collects before it starts.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             with torch.cuda.graph(graph):
                 outputs = self.fn(*static)
@@ -229,6 +243,9 @@ class GraphedSteps:
             self.graphs = False
             self.capture_error = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             return
+        finally:
+            if collecting:
+                gc.enable()
         self.captured[key] = (graph, static, outputs)
 
 
@@ -370,6 +387,27 @@ def _left_pad(
     return ids.to(device), valid.to(device), positions.to(device)
 
 
+def _overlaps(device: str) -> bool:
+    return OVERLAP_ROUNDS and device.startswith("cuda")
+
+
+def _read_later(values: torch.Tensor) -> Callable[[], list[list[int]]]:
+    """Start copying ``values`` to the host; the returned call waits for that copy alone and reads it."""
+    if values.device.type != "cuda":
+        return values.tolist  # computed already: nothing to wait for
+    host = torch.empty(values.shape, dtype=values.dtype, pin_memory=True)
+    host.copy_(values, non_blocking=True)
+    copied = torch.cuda.Event()  # type: ignore[no-untyped-call]  # torch leaves its __init__ unannotated
+    copied.record()
+
+    def read() -> list[list[int]]:
+        copied.synchronize()
+        rows: list[list[int]] = host.tolist()
+        return rows
+
+    return read
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -445,8 +483,8 @@ def speculative_generate(
     drafts plus the target's own next token (the bonus token), so every emitted token is one the
     target would have chosen greedily. Every round has the same shapes (K-1 chained drafter steps
     of one entry, a target pass and a drafter catch-up of K+1 entries, the unaccepted ones masked),
-    so that each can replay as a CUDA graph, and the host waits on the GPU once per round, for the
-    acceptance counts.
+    so that each can replay as a CUDA graph, and the host reads one small tensor per round, the
+    acceptance counts, on a GPU while the next round runs (``OVERLAP_ROUNDS``).
     """
     k = num_speculative_tokens
     batch = len(prompts)
@@ -475,7 +513,10 @@ def speculative_generate(
     offsets = torch.arange(k + 1, device=device)
     one = torch.ones(batch, 1, dtype=torch.bool, device=device)
     all_verified = torch.ones(batch, k + 1, dtype=torch.bool, device=device)
-    while min(len(e) for e in emitted) < max_new_tokens:
+
+    def launch_round() -> torch.Tensor:
+        """Queue one round on the device; returns its counts [B, 1 + K + 1] (accepted, drafts, bonus)."""
+        nonlocal last_tok, cur_pos, next_logits, next_hidden
         # 1. Chain K drafts; chained entries are speculative and masked once verified.
         chain_start = draft_runner.cache.length
         proposal = [drafter.to_target_ids(next_logits.argmax(-1))]
@@ -508,9 +549,10 @@ def speculative_generate(
         next_hidden = catch_hidden[rows, n_accepted][:, None]
         last_tok = bonus
         cur_pos = cur_pos + n_accepted + 1
+        return torch.cat([n_accepted[:, None], draft, bonus[:, None]], dim=1)
 
-        # 4. Bookkeeping on the CPU, one transfer per round (it waits for the GPU work queued above).
-        counts = torch.cat([n_accepted[:, None], draft, bonus[:, None]], dim=1).tolist()
+    def record(counts: list[list[int]]) -> None:
+        """4. Bookkeeping on the host for one round's counts."""
         for row, (n, *row_draft, row_bonus) in enumerate(counts):
             if len(emitted[row]) >= max_new_tokens:
                 continue
@@ -522,6 +564,22 @@ def speculative_generate(
             emitted[row].extend([*row_draft[:n], row_bonus])
         if progress:
             progress(sum(row[0] + 1 for row in counts))
+
+    # On a GPU the next round is queued before the host reads this one's counts (a copy it waits for
+    # alone), so the GPU never idles while the host does the bookkeeping and launches the next round's
+    # kernels; a round depends on the previous one only through device tensors. The round queued when
+    # the last one read ends the generation is discarded (the caches have room for it: a round emits
+    # at least one token per row). On the CPU every operation runs as it is called: nothing to overlap.
+    overlap = _overlaps(device)
+    pending: Callable[[], list[list[int]]] | None = None
+    while min(len(e) for e in emitted) < max_new_tokens:
+        counts = launch_round()
+        if not overlap:
+            record(counts.tolist())  # waits for the GPU work queued above
+            continue
+        if pending is not None:
+            record(pending())  # the previous round's counts; this round runs meanwhile
+        pending = _read_later(counts)
     _sync(device)
     seconds = time.perf_counter() - start
     return SpeculativeResult(

@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from specprobe.smoke import reference  # noqa: E402
+from specprobe.smoke import eagle3, reference  # noqa: E402
 from specprobe.smoke.eagle3 import DraftKVCache, Eagle3Config, Eagle3Drafter, RMSNorm, SlotKVCache  # noqa: E402
 
 VOCAB, HIDDEN, LAYERS = 96, 32, 3
@@ -111,7 +111,12 @@ def emulated_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "graph", _EmulatedCapture)
 
 
-def test_replayed_steps_give_the_eager_tokens_and_acceptance(emulated_graphs: None, monkeypatch: pytest.MonkeyPatch):
+@pytest.mark.parametrize("bucket", [None, 16], ids=["whole-capacity", "buckets-of-16"])
+def test_replayed_steps_give_the_eager_tokens_and_acceptance(
+    bucket: int | None, emulated_graphs: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Buckets of 16 slots: the 20-token generations cross several, each with graphs of its own."""
+    monkeypatch.setattr(eagle3, "VIEW_BUCKET", bucket)
     target = _target()
     drafter = _drafter(target)
     monkeypatch.setattr(reference, "CUDA_GRAPHS", False)
@@ -132,10 +137,79 @@ def test_replayed_steps_give_the_eager_tokens_and_acceptance(emulated_graphs: No
     stats = reference.graph_stats(target.model, drafter)
     # Each generation of 20 tokens replays most of its steps: the greedy step, verification, drafts.
     assert stats["replays"] > 2 * 19
+    # Over the whole capacity: greedy decoding's step, verification, chained drafts, catch-up, and the
+    # three prefills (captured in the second generation); with buckets, more than one graph per step.
+    assert stats["graphs"] == 7 if bucket is None else stats["graphs"] > 7
     assert stats["capture_errors"] == []
     # Losslessness, the property the backend measures: the speculative output is the greedy output.
     assert spec.tokens == greedy.tokens
     assert 0 < sum(spec.accepted) < 3 * sum(spec.drafts)  # some drafts rejected: masking exercised
+
+
+@pytest.mark.parametrize("max_new_tokens", [1, 2, 3, 17])
+def test_overlapped_rounds_record_what_sequential_rounds_record(
+    max_new_tokens: int, emulated_graphs: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round queued before the previous round's counts are read: the same tokens, drafts and per-position
+    counts as waiting for each round, and the round queued past the end fits in the caches (a drafter
+    that is mostly rejected emits one token per round, the most rounds a generation can take)."""
+    target = _target()
+    drafter = _drafter(target)
+    monkeypatch.setattr(reference, "_overlaps", lambda device: False)
+    sequential = reference.speculative_generate(target, drafter, PROMPTS, max_new_tokens, 3, device="cpu")
+    reads: list[int] = []
+    read_later = reference._read_later
+
+    def counting(values: Any) -> Any:
+        read = read_later(values)
+
+        def counted() -> list[list[int]]:
+            reads.append(1)
+            return read()
+
+        return counted
+
+    monkeypatch.setattr(reference, "_overlaps", lambda device: True)
+    monkeypatch.setattr(reference, "_read_later", counting)
+    overlapped = reference.speculative_generate(target, drafter, PROMPTS, max_new_tokens, 3, device="cpu")
+    assert overlapped.tokens == sequential.tokens
+    assert all(len(tokens) == max_new_tokens for tokens in overlapped.tokens)
+    assert (overlapped.drafts, overlapped.accepted, overlapped.accepted_per_pos, overlapped.acceptance_lengths) == (
+        sequential.drafts,
+        sequential.accepted,
+        sequential.accepted_per_pos,
+        sequential.acceptance_lengths,
+    )
+    # Every round read was one the sequential loop also ran; the last one queued was never read.
+    assert len(reads) == max(sequential.drafts)
+
+
+def test_no_garbage_collection_during_a_capture(emulated_graphs: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A collection mid-capture can free an earlier generation's graph, which fails the capture: the
+    collector is off while a step is captured and back on after, also when the capture fails."""
+    import gc
+
+    seen: list[bool] = []
+    enter = _EmulatedCapture.__enter__
+
+    def recording(self: _EmulatedCapture) -> None:
+        seen.append(gc.isenabled())
+        enter(self)
+
+    monkeypatch.setattr(_EmulatedCapture, "__enter__", recording)
+    target = _target()
+    reference.greedy_generate(target, PROMPTS, 6, device="cpu")
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+    def refusing(self: _EmulatedCapture) -> None:
+        seen.append(gc.isenabled())
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(_EmulatedCapture, "__enter__", refusing)
+    reference.forget_steps(target.model)
+    reference.greedy_generate(target, PROMPTS, 6, device="cpu")
+    assert not seen[-1] and gc.isenabled()
 
 
 def test_failed_capture_falls_back_to_eager(monkeypatch: pytest.MonkeyPatch):
