@@ -12,6 +12,11 @@ on a GPU) and eagerly (one launch per kernel, the earlier behaviour); ``--attent
 the attention kernels the backend decodes with and with cuDNN's per-shape kernel allowed (the
 behaviour before that). Every variant's tokens are compared with the first variant's of the same
 dtype (``tokens_equal_to_first_variant``), so a faster path that changed the output shows.
+``--overlap on,off`` queues each speculative round before reading the previous round's acceptance
+counts (the backend's default on a GPU) or waits for every round first; the rows then give K=3 over
+target-only (``speedup_k3``) per variant, and the last lines K=3 tokens/s with overlap over without.
+``--bucket 128,whole`` has captured steps attend over the cache in buckets of that many slots (the
+backend's default, 128) or over its whole capacity (the behaviour before buckets).
 ``--kernels`` counts the GPU kernels of one target step and one speculative round per dtype and names
 the kernels whose number differs between the dtypes; ``--profile`` prints the heaviest operators of
 one bfloat16 run.
@@ -56,18 +61,20 @@ DTYPES = ("float32", "bfloat16")
 
 
 @contextlib.contextmanager
-def variant(graphs: str, attention: str) -> Iterator[None]:
+def variant(graphs: str, attention: str, overlap: str = "on", bucket: str = "128") -> Iterator[None]:
     """``graphs`` on/off: CUDA graph replay of the decoding steps or eager launches. ``attention`` fixed:
     the kernels the reference backend decodes with; cudnn: every kernel torch has, cuDNN's per-shape one
     first on Hopper (what the backend did before it chose its decoding kernels)."""
-    saved_backends, saved_graphs = eagle3.DECODE_ATTENTION_BACKENDS, reference.CUDA_GRAPHS
+    saved = eagle3.DECODE_ATTENTION_BACKENDS, reference.CUDA_GRAPHS, reference.OVERLAP_ROUNDS, eagle3.VIEW_BUCKET
     if attention == "cudnn":
-        eagle3.DECODE_ATTENTION_BACKENDS = [SDPBackend.CUDNN_ATTENTION, *saved_backends]
+        eagle3.DECODE_ATTENTION_BACKENDS = [SDPBackend.CUDNN_ATTENTION, *saved[0]]
     reference.CUDA_GRAPHS = graphs == "on"
+    reference.OVERLAP_ROUNDS = overlap == "on"
+    eagle3.VIEW_BUCKET = None if bucket == "whole" else int(bucket)
     try:
         yield
     finally:
-        eagle3.DECODE_ATTENTION_BACKENDS, reference.CUDA_GRAPHS = saved_backends, saved_graphs
+        eagle3.DECODE_ATTENTION_BACKENDS, reference.CUDA_GRAPHS, reference.OVERLAP_ROUNDS, eagle3.VIEW_BUCKET = saved
 
 
 def _tokens_per_s(result: GreedyResult | SpeculativeResult) -> float:
@@ -106,7 +113,7 @@ def measure(
     new_tokens: int,
     batches: list[int],
     repeats: int,
-    variants: list[tuple[str, str]],
+    variants: list[tuple[str, str, str, str]],
     kernels: bool,
     profile: bool,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -126,8 +133,8 @@ def measure(
     rows: list[dict[str, Any]] = []
     extra: dict[str, Any] = {}
     first_tokens: dict[tuple[str, int], tuple[list[list[int]], list[list[int]]]] = {}
-    for graphs, attention in variants:
-        with variant(graphs, attention):
+    for graphs, attention, overlap, bucket in variants:
+        with variant(graphs, attention, overlap, bucket):
             for target, drafter in loaded.values():
                 # Graphs captured under another variant's kernels must not be replayed under this one.
                 reference.forget_steps(target.model, drafter)
@@ -155,11 +162,14 @@ def measure(
                         "dtype": dtype_name,
                         "graphs": graphs,
                         "attention": attention,
+                        "overlap": overlap,
+                        "bucket": bucket,
                         "batch": len(prompts),
                         "target_only_tokens_per_s": round(statistics.median(greedy_rates), 1),
                         "speculative_k3_tokens_per_s": round(statistics.median(spec_rates), 1),
                         "target_only_first_run_tokens_per_s": round(greedy_rates[0], 1),
                         "speculative_k3_first_run_tokens_per_s": round(spec_rates[0], 1),
+                        "speedup_k3": round(statistics.median(spec_rates) / statistics.median(greedy_rates), 3),
                         "target_only_runs": [round(r, 1) for r in greedy_rates],
                         "speculative_k3_runs": [round(r, 1) for r in spec_rates],
                         "mean_acceptance_length": round(stats.mean_acceptance_length, 4),
@@ -171,7 +181,8 @@ def measure(
                     print(json.dumps(row), flush=True)
             for dtype_name, (target, drafter) in loaded.items():
                 # How many steps replayed from graphs, and any capture that failed (then they ran eagerly).
-                extra[f"graph_stats_{dtype_name}_{graphs}_{attention}"] = reference.graph_stats(target.model, drafter)
+                stats_key = f"graph_stats_{dtype_name}_{graphs}_{attention}_{overlap}_{bucket}"
+                extra[stats_key] = reference.graph_stats(target.model, drafter)
     for dtype_name, (target, drafter) in loaded.items():
         if kernels and device.startswith("cuda"):
             extra[f"kernels_{dtype_name}"] = kernels_per_step(target, drafter, encoded[0], device)
@@ -202,24 +213,38 @@ def measure(
         with torch_profile(activities=activities) as prof:
             greedy_generate(loaded["bfloat16"][0], encoded[:1], 16, device=device)
         print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=15), flush=True)
+        # Where a speculative round's time goes at the largest batch: device time by kernel, with the
+        # graphs replayed (what the backend runs), after a warm-up run has captured them.
+        target, drafter = loaded["bfloat16"]
+        prompts = encoded[: max(batches)]
+        speculative_generate(target, drafter, prompts, 32, K, device=device)
+        with torch_profile(activities=activities) as prof:
+            spec_result = speculative_generate(target, drafter, prompts, 32, K, device=device)
+        print(f"speculative K={K}, batch {len(prompts)}, bfloat16: {max(spec_result.drafts)} rounds, "
+              f"{spec_result.seconds * 1000:.1f} ms", flush=True)
+        sort = "device_time_total" if device.startswith("cuda") else "cpu_time_total"
+        print(prof.key_averages().table(sort_by=sort, row_limit=25), flush=True)
     return rows, extra
 
 
-def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """bf16/fp32 per variant and batch, for both loops."""
-    by = {(r["graphs"], r["attention"], r["batch"], r["dtype"]): r for r in rows}
+AXES = ("graphs", "attention", "overlap", "bucket", "batch", "dtype")
+
+
+def switch_ratios(rows: list[dict[str, Any]], axis: str, new: str, old: str) -> list[dict[str, Any]]:
+    """Tokens/s with ``axis`` at ``new`` over ``axis`` at ``old``, everything else equal, for both loops."""
+    by = {tuple(r[name] for name in AXES): r for r in rows}
+    at = AXES.index(axis)
     out = []
-    for (graphs, attention, batch, dtype), row in by.items():
-        base = by.get((graphs, attention, batch, "float32"))
-        if dtype != "bfloat16" or base is None:
+    for key, row in by.items():
+        base = by.get((*key[:at], old, *key[at + 1 :]))
+        if key[at] != new or base is None:
             continue
         out.append(
             {
-                "graphs": graphs,
-                "attention": attention,
-                "batch": batch,
+                **{name: value for name, value in zip(AXES, key, strict=True) if name != axis},
                 "target_only": round(row["target_only_tokens_per_s"] / base["target_only_tokens_per_s"], 3),
                 "speculative_k3": round(row["speculative_k3_tokens_per_s"] / base["speculative_k3_tokens_per_s"], 3),
+                "speedup_k3": [base["speedup_k3"], row["speedup_k3"]],
             }
         )
     return out
@@ -235,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--graphs", default="on,off", help="comma list of on, off (CUDA graph replay)")
     parser.add_argument("--attention", default="fixed", help="comma list of fixed, cudnn")
+    parser.add_argument("--overlap", default="on", help="comma list of on, off (speculative rounds overlapped)")
+    parser.add_argument("--bucket", default="128", help="comma list of slot buckets (a number or whole)")
     parser.add_argument("--kernels", action="store_true", help="count GPU kernels per step and round")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--json", type=Path)
@@ -257,7 +284,13 @@ def main(argv: list[str] | None = None) -> int:
             seed=0,
             log=lambda m: print(m, file=sys.stderr),
         )
-    variants = [(g, a) for g in args.graphs.split(",") for a in args.attention.split(",")]
+    variants = [
+        (g, a, o, b)
+        for g in args.graphs.split(",")
+        for a in args.attention.split(",")
+        for o in args.overlap.split(",")
+        for b in args.bucket.split(",")
+    ]
     rows, extra = measure(
         args.models,
         device=args.device,
@@ -270,21 +303,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("tokens/s, median of the repeats (first run in brackets); acceptance = mean acceptance length at K=3")
     print(
-        f"{'dtype':<9} {'graphs':<6} {'attention':<9} {'batch':>5} {'target-only':>16} {'K=3':>16} {'accept':>7} same"
+        f"{'dtype':<9} {'graphs':<6} {'attention':<9} {'overlap':<7} {'bucket':<6} {'batch':>5} {'target-only':>16} "
+        f"{'K=3':>16} {'speedup':>7} {'accept':>7} same"
     )
     for row in rows:
         greedy = f"{row['target_only_tokens_per_s']} ({row['target_only_first_run_tokens_per_s']})"
         spec = f"{row['speculative_k3_tokens_per_s']} ({row['speculative_k3_first_run_tokens_per_s']})"
         print(
-            f"{row['dtype']:<9} {row['graphs']:<6} {row['attention']:<9} {row['batch']:>5} {greedy:>16} {spec:>16} "
-            f"{row['mean_acceptance_length']:>7} {row['tokens_equal_to_first_variant']}"
+            f"{row['dtype']:<9} {row['graphs']:<6} {row['attention']:<9} {row['overlap']:<7} {row['bucket']:<6} "
+            f"{row['batch']:>5} "
+            f"{greedy:>16} {spec:>16} {row['speedup_k3']:>7} {row['mean_acceptance_length']:>7} "
+            f"{row['tokens_equal_to_first_variant']}"
         )
-    side_by_side = ratios(rows)
-    for ratio in side_by_side:
-        print(
-            f"bf16/fp32 [graphs {ratio['graphs']}, {ratio['attention']}, batch {ratio['batch']}]: "
-            f"target-only {ratio['target_only']:.2f}x, K=3 {ratio['speculative_k3']:.2f}x"
-        )
+    compared: dict[str, list[dict[str, Any]]] = {}
+    for axis, new, old in (("dtype", "bfloat16", "float32"), ("overlap", "on", "off"), ("bucket", "128", "whole")):
+        compared[f"{axis}_{new}_over_{old}"] = pairs = switch_ratios(rows, axis, new, old)
+        for ratio in pairs:
+            where = ", ".join(f"{name} {ratio[name]}" for name in AXES if name != axis)
+            print(
+                f"{axis} {new}/{old} [{where}]: target-only {ratio['target_only']:.2f}x, K=3 "
+                f"{ratio['speculative_k3']:.2f}x; K=3 over target-only {ratio['speedup_k3'][0]:.2f}x -> "
+                f"{ratio['speedup_k3'][1]:.2f}x"
+            )
     if args.json:
         import transformers
 
@@ -300,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                     "new_tokens": args.new_tokens,
                     "repeats": args.repeats,
                     "rows": rows,
-                    "bf16_over_fp32": side_by_side,
+                    **compared,
                     **extra,
                 },
                 indent=1,
