@@ -24,6 +24,12 @@ VERSION = "0.32.0"
 Serve = Callable[..., tuple[int, dict[str, Any]]]
 
 
+# Every launch but the judged one runs eagerly: the CPU build's torch.compile warm-up is about 27 of an
+# engine start's 50 s on 2 cores, and what these tests judge (a refusal, a collapsed acceptance, a model
+# the engine computes differently) does not depend on it. The judged command stays as users write it.
+EAGER = ("--enforce-eager",)
+
+
 def eagle3(draft: Path) -> str:
     return json.dumps({"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3})
 
@@ -61,7 +67,7 @@ def test_trained_drafter_on_the_engine_reaches_the_reference(serve: Serve, demo_
 def test_broken_drafter_collapses_on_the_engine_too(serve: Serve, demo_models: dict[str, Path]) -> None:
     code, report = serve(
         "vllm", "serve", str(demo_models["target"]),
-        "--speculative-config", eagle3(demo_models["draft-broken"]), "--dtype", "float32",
+        "--speculative-config", eagle3(demo_models["draft-broken"]), "--dtype", "float32", *EAGER,
         options=("--force",),
     )  # fmt: skip
     assert code == 1  # the static check's VOCAB-D2T-ORDER error stays in the report
@@ -73,7 +79,7 @@ def test_unservable_head_size_is_a_finding_quoting_the_engine(serve: Serve, demo
     # The command of SMOKE-SERVE-FAILED's fires case (tests/rules/), so one engine start serves both.
     ngram = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1})
     code, report = serve(
-        "vllm", "serve", str(demo_models["target-head16"]), "--speculative-config", ngram, "--dtype", "float32"
+        "vllm", "serve", str(demo_models["target-head16"]), "--speculative-config", ngram, "--dtype", "float32", *EAGER
     )
     assert code == 1
     failures = [f for f in report["findings"] if f["rule"] in ("SMOKE-SERVE-FAILED", "SMOKE-SERVE-START-FAILED")]
@@ -85,7 +91,7 @@ def test_unservable_head_size_is_a_finding_quoting_the_engine(serve: Serve, demo
 def test_eagle3_on_an_mla_target_is_refused_at_start(serve: Serve, demo_models: dict[str, Path]) -> None:
     code, report = serve(
         "vllm", "serve", str(demo_models["target-mla"]),
-        "--speculative-config", eagle3(demo_models["draft-mla"]), "--dtype", "float32",
+        "--speculative-config", eagle3(demo_models["draft-mla"]), "--dtype", "float32", *EAGER,
         options=("--force",),
     )  # fmt: skip
     assert code == 1
@@ -111,7 +117,7 @@ def test_a_target_the_engine_computes_differently_is_an_engine_gap(serve: Serve,
     MLA is turned off (VLLM_MLA_DISABLE=1) so that the EAGLE-3 drafter's attention can share the cache."""
     code, report = serve(
         "VLLM_MLA_DISABLE=1", "vllm", "serve", str(demo_models["target-mla-neox-rope"]),
-        "--speculative-config", eagle3(demo_models["draft-mla"]), "--dtype", "float32",
+        "--speculative-config", eagle3(demo_models["draft-mla"]), "--dtype", "float32", *EAGER,
         options=("--force",),
     )  # fmt: skip
     assert code == 1
