@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dry_runs import dry_run_models
+from tests.engine_runs import dry_run_models
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dry_runs import dry_run
+from tests.engine_runs import dry_run
 
 pytestmark = pytest.mark.engine
 

