@@ -8,10 +8,10 @@ the real per-request figures. Only 127.0.0.1 is used and every request loop is b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from specprobe.cli import app
 from specprobe.smoke.counters import parse_metrics
+from tests.http_stub import StubHandler, serving
 
 pytestmark = pytest.mark.slow
 
@@ -88,48 +89,32 @@ class FakeVllm:
 
 @pytest.fixture
 def serve() -> Iterator[Any]:
-    servers: list[ThreadingHTTPServer] = []
+    with contextlib.ExitStack() as servers:
 
-    def start(engine: FakeVllm) -> str:
-        class Handler(BaseHTTPRequestHandler):
-            def _send(self, body: bytes, content_type: str = "application/json") -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def start(engine: FakeVllm) -> str:
+            class Handler(StubHandler):
+                def do_GET(self) -> None:  # noqa: N802 (http.server's handler name)
+                    if self.path == "/metrics":
+                        self.send_body(engine.metrics(), "text/plain; version=0.0.4")
+                    elif self.path == "/v1/models":
+                        self.send_body(json.dumps({"data": [{"id": "tiny"}]}).encode())
+                    elif self.path == "/version" and not engine.sglang:
+                        self.send_body(json.dumps({"version": "0.33.0"}).encode())
+                    elif self.path == "/get_server_info" and engine.sglang:
+                        self.send_body(json.dumps({"version": "0.5.23"}).encode())
+                    else:
+                        self.send_error(404)
 
-            def do_GET(self) -> None:
-                if self.path == "/metrics":
-                    self._send(engine.metrics(), "text/plain; version=0.0.4")
-                elif self.path == "/v1/models":
-                    self._send(json.dumps({"data": [{"id": "tiny"}]}).encode())
-                elif self.path == "/version" and not engine.sglang:
-                    self._send(json.dumps({"version": "0.33.0"}).encode())
-                elif self.path == "/get_server_info" and engine.sglang:
-                    self._send(json.dumps({"version": "0.5.23"}).encode())
-                else:
-                    self.send_error(404)
+                def do_POST(self) -> None:  # noqa: N802 (http.server's handler name)
+                    if self.path != "/v1/completions":
+                        self.send_error(404)
+                        return
+                    payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    self.send_body(json.dumps(engine.complete(payload)).encode())
 
-            def do_POST(self) -> None:
-                if self.path != "/v1/completions":
-                    self.send_error(404)
-                    return
-                payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                self._send(json.dumps(engine.complete(payload)).encode())
+            return servers.enter_context(serving(Handler))
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}"
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield start
 
 
 def run(*args: str) -> tuple[int, dict]:

@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,7 @@ from specprobe.smoke.runner import SmokeOptions, measurement_findings, run_refer
 from tests.engine_interpreters import engine_python
 from tests.engine_runs import dry_run, dry_run_models, served
 from tests.fix import builders
+from tests.http_stub import StubHandler, serving
 from tests.rules.runners.deploy import offline
 
 Runner = Callable[[dict[str, Any], Path, Path], set[str]]
@@ -104,7 +103,7 @@ def run_fix_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]
     return report.fired()
 
 
-class _RecordedServer(BaseHTTPRequestHandler):
+class _RecordedServer(StubHandler):
     """An OpenAI-compatible server whose /metrics pages are the case's recorded scrapes, one per read
     (the last repeats), and whose completions are ``tokens`` long."""
 
@@ -113,48 +112,31 @@ class _RecordedServer(BaseHTTPRequestHandler):
     version: str
     reads = 0
 
-    def do_GET(self) -> None:
+    def do_GET(self) -> None:  # noqa: N802 (http.server's handler name)
         if self.path.startswith("/metrics"):
             page = self.scrapes[min(type(self).reads, len(self.scrapes) - 1)]
             type(self).reads += 1
-            self._send(page.encode(), "text/plain; version=0.0.4")
+            self.send_body(page.encode(), "text/plain; version=0.0.4")
         elif self.path.startswith("/version"):
-            self._send(json.dumps({"version": self.version}).encode())
+            self.send_body(json.dumps({"version": self.version}).encode())
         else:
-            self._send(b'{"data": [{"id": "served-model"}]}')
+            self.send_body(b'{"data": [{"id": "served-model"}]}')
 
-    def do_POST(self) -> None:
+    def do_POST(self) -> None:  # noqa: N802 (http.server's handler name)
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = {"choices": [{"text": "x" * self.tokens, "token_ids": list(range(self.tokens))}],
                 "usage": {"completion_tokens": self.tokens}}
-        self._send(json.dumps(body).encode())
-
-    def _send(self, body: bytes, kind: str = "application/json") -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.send_body(json.dumps(body).encode())
 
 
 def _measure_server(recorded: dict[str, Any], min_length: float | None) -> Report:
     handler = type("Recorded", (_RecordedServer,), {"scrapes": list(recorded["scrapes"]),
                                                      "tokens": int(recorded.get("tokens", 4)),
                                                      "version": str(recorded.get("version", "0.33.0"))})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    # A short poll: shutdown() waits for the serving loop to look again.
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-    try:
-        return run_server(ServerOptions(url=f"http://127.0.0.1:{server.server_address[1]}",
-                                        max_prompts=int(recorded.get("prompts", 2)),
+    with serving(handler) as url:
+        return run_server(ServerOptions(url=url, max_prompts=int(recorded.get("prompts", 2)),
                                         max_new_tokens=int(recorded.get("tokens", 4)),
                                         min_acceptance_length=min_length, progress=False))
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def run_smoke_case(case: dict[str, Any], folder: Path, tmp_path: Path) -> set[str]:
