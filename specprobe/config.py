@@ -49,6 +49,8 @@ class Config:
     sarif_level: Severity | None = None
     # Run exact mode (the engine release's own code) wherever a command offers --exact.
     exact: bool = False
+    # How models named by hub id are read: "optional", "required" or "off" (specprobe.modelfiles.HubSession).
+    hub: str = "optional"
 
     @property
     def label(self) -> str:
@@ -186,6 +188,7 @@ def config_from_settings(
         # A relative baseline path is relative to the configuration file, like ruff's paths.
         baseline=(path.parent / baseline) if isinstance(baseline, str) else None,
         exact=bool(settings.get("exact", False)),
+        hub=str(settings.get("hub", "optional")),
     )
     if rule_ids is None:
         # The catalogue imports every rule family, the deployment and engine-probe ones too (~40 ms that
@@ -260,3 +263,8 @@ def apply(report: Report, config: Config) -> Report:
 def exact_configured(config: Path | None, inputs: Iterable[Path]) -> bool:
     """``exact = true`` in the configuration that applies to ``inputs`` (``--config`` or the nearest one)."""
     return load_config(config if config is not None else find_config(inputs)).exact
+
+
+def hub_configured(config: Path | None, inputs: Iterable[Path]) -> str:
+    """``hub = ...`` in the configuration that applies to ``inputs``: required, optional (default) or off."""
+    return load_config(config if config is not None else find_config(inputs)).hub

@@ -47,6 +47,11 @@ class CheckContext:
     device: str | None = None
     deep: bool = False
     notes: list[str] = field(default_factory=list)
+    # Findings about models named by hub id that could not be read (specprobe.rules.hub).
+    hub_findings: list[Finding] = field(default_factory=list)
+    # The drafter as the report names it (a folder, or a hub id as written) and the hub commits judged.
+    draft_label: str | None = None
+    commits: dict[str, str] = field(default_factory=dict)
 
     @property
     def draft(self) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from specprobe.untrusted.files import (
     is_dir,
     is_file,
     load_json_file,
+    parse_json,
 )
 
 # A real config.json is a few kB; the largest we know of are image classifiers whose id2label and
@@ -83,6 +84,17 @@ def read_config_json(path: Path) -> ParsedJson:
         raise ConfigError(str(exc)) from None
     if not isinstance(parsed.value, dict):
         raise ConfigError(f"{path.name} is not a JSON object")
+    return parsed
+
+
+def parse_config_bytes(data: bytes, name: str = "config.json") -> ParsedJson:
+    """``read_config_json`` for bytes already read (a hub file): the same bounds and the same reasons."""
+    try:
+        parsed = parse_json(data, what=name)
+    except UntrustedInputError as exc:
+        raise ConfigError(str(exc)) from None
+    if not isinstance(parsed.value, dict):
+        raise ConfigError(f"{name} is not a JSON object")
     return parsed
 
 
@@ -283,29 +295,30 @@ def cached_file(repo_id: str, name: str) -> Path | None:
     return Path(found) if isinstance(found, str) else None
 
 
-def resolve_config_path(spec: str) -> Path:
-    """A target given as a folder, a config.json path, or a hub id (config.json only is fetched).
+def resolve_config_path(spec: str, *, hub: Any = None) -> Path:
+    """A target given as a folder, a config.json path, or a hub id ``owner/name[@revision]``.
 
-    Hub look-ups honour HF_HUB_OFFLINE and the local cache; huggingface_hub is imported only here so
-    that a local target costs nothing.
+    A hub id is read through ``specprobe.modelfiles`` (only config.json travels; ``hub`` is the run's
+    ``HubSession``, a fresh one when None): the path returned is the copy kept in specprobe's hub cache
+    at the resolved commit. SpecprobeError (``ModelUnavailable`` for a hub that refuses or cannot be
+    reached) when there is no such target.
     """
     path = expand_user(spec)
     if is_dir(path):
         return path / "config.json"
     if is_file(path):
         return path
-    if not looks_like_hub_id(spec):
+    # Imported here: a local target never pays for the hub reader (nor huggingface_hub's import).
+    from specprobe.modelfiles import hub_ref, locate  # noqa: PLC0415
+
+    if hub_ref(spec) is None:
         raise SpecprobeError(f"target {spec!r} is neither a folder, a config.json, nor a hub id")
+    files = locate(spec, role="target", hub=hub)
     try:
-        from huggingface_hub import hf_hub_download  # noqa: PLC0415
-        from huggingface_hub.errors import HFValidationError  # noqa: PLC0415
-    except ImportError as exc:  # pragma: no cover - huggingface_hub is a dependency
-        raise SpecprobeError(f"cannot resolve hub id {spec!r}: {exc}") from None
-    try:
-        return Path(hf_hub_download(spec, "config.json", cache_dir=hub_cache_dir()))
-    except HFValidationError as exc:
-        raise SpecprobeError(f"invalid hub id {spec!r}: {exc}") from None
-    except Exception as exc:  # network, auth, offline-with-no-cache: all mean "could not run"
-        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
-        why = "offline and not in the local cache" if offline else type(exc).__name__
-        raise SpecprobeError(f"cannot fetch config.json of {spec!r} from the hub ({why})") from None
+        files.read_file("config.json", max_bytes=MAX_CONFIG_BYTES)
+    except (OSError, UntrustedInputError):
+        pass  # the reader of the returned path says what is wrong with it
+    kept = files.local_path("config.json")
+    if kept is not None:
+        return kept
+    return (files.folder or hub_cache_dir() / "missing") / "config.json"

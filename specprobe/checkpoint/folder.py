@@ -17,11 +17,14 @@ from specprobe.checkpoint.safetensors_header import (
     HeaderError,
     SafetensorsHeader,
     TensorEntry,
+    SafetensorsHeader,
     read_header,
+    read_header_from,
 )
 from specprobe.findings import SpecprobeError
-from specprobe.hfconfig import ConfigError, read_config_json
-from specprobe.untrusted.files import UntrustedInputError, exists, expand_user, is_dir, load_json_file
+from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, parse_config_bytes
+from specprobe.modelfiles import LocalFiles, ModelFiles
+from specprobe.untrusted.files import UntrustedInputError, exists, expand_user, is_dir, parse_json
 
 # Pickle containers: engines may unpickle them, specprobe never does.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
@@ -65,7 +68,11 @@ class TensorInfo:
 
 @dataclass
 class Checkpoint:
+    """What was read of one drafter. ``files`` is where it lives (a folder, or a hub repository at one
+    commit); ``root`` is the folder for a local drafter and the model's label otherwise."""
+
     root: Path
+    files: ModelFiles = field(default=None)  # type: ignore[assignment]  # set by load_checkpoint
     config_raw: dict[str, Any] | None = None
     safetensors_files: list[str] = field(default_factory=list)
     pickle_weight_files: list[str] = field(default_factory=list)
@@ -77,8 +84,40 @@ class Checkpoint:
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     issues: list[FileIssue] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.files is None:
+            self.files = LocalFiles(self.root)
+
     def path_of(self, info: TensorInfo) -> Path:
+        """The file holding ``info`` on this machine (a local drafter only: see ``files.folder``)."""
         return self.root / info.file
+
+    def read_tensor_bytes(self, info: TensorInfo, *, max_bytes: int) -> bytes:
+        """One small tensor's bytes (d2t/t2d) with one bounded read, from disk or by HTTP Range."""
+        entry = info.entry
+        if entry.nbytes > max_bytes:
+            raise HeaderError("size", f"tensor {entry.name!r} is {entry.nbytes} bytes, above the {max_bytes}-byte limit")
+        data = self.files.read_range(info.file, entry.begin, entry.nbytes)
+        if len(data) != entry.nbytes:
+            raise HeaderError("truncated", f"tensor {entry.name!r} is cut short")
+        return data
+
+    def read_header(self, name: str, *, max_header_bytes: int) -> SafetensorsHeader:
+        """The header of shard ``name``; HeaderError when nothing of it can be trusted."""
+        if self.files.folder is not None:
+            return read_header(self.files.folder / name, max_header_bytes=max_header_bytes)
+        size = self.files.listing().get(name)
+        if size is None:
+            raise HeaderError("unreadable", "cannot read: the hub does not give its size")
+        try:
+            return read_header_from(
+                lambda begin, length: self.files.read_range(name, begin, length),
+                size,
+                Path(name),
+                max_header_bytes=max_header_bytes,
+            )
+        except OSError as exc:
+            raise HeaderError("unreadable", f"cannot read: {exc.strerror or exc}") from None
 
     def issue(self, kind: str, message: str, location: str | None = None) -> None:
         self.issues.append(FileIssue(kind, message, location))
@@ -164,21 +203,31 @@ def _scan(ckpt: Checkpoint, root: Path) -> set[str]:
 
 
 def _load_config(ckpt: Checkpoint, readable: set[str]) -> None:
-    path = ckpt.root / "config.json"
     if "config.json" not in readable:
         if any(issue.location == "config.json" for issue in ckpt.issues) or any(
             name == "config.json" for name, _ in ckpt.escaping_symlinks
         ):
             return  # already reported as a symlink loop or escape
+        folder = ckpt.files.folder
+        path = folder / "config.json" if folder is not None else None
         reason = (
             "config.json is missing"
-            if not path.exists() and not path.is_symlink()
+            if path is None or (not path.exists() and not path.is_symlink())
             else "config.json is not a regular file (a folder, FIFO or device)"
         )
         ckpt.issue("config-missing", reason, "config.json")
         return
     try:
-        parsed = read_config_json(path)
+        parsed = parse_config_bytes(ckpt.files.read_file("config.json", max_bytes=MAX_CONFIG_BYTES))
+    except FileNotFoundError:
+        ckpt.issue("config-invalid", "config.json is missing", "config.json")
+        return
+    except OSError as exc:
+        ckpt.issue("config-invalid", f"config.json cannot be read: {exc.strerror or exc}", "config.json")
+        return
+    except UntrustedInputError as exc:
+        ckpt.issue("config-invalid", str(exc), "config.json")
+        return
     except ConfigError as exc:
         ckpt.issue("config-invalid", str(exc), "config.json")
         return
@@ -205,7 +254,7 @@ def _read_headers(ckpt: Checkpoint, files: list[str]) -> None:
             )
             continue
         try:
-            header = read_header(ckpt.root / name, max_header_bytes=min(MAX_HEADER_BYTES, budget))
+            header = ckpt.read_header(name, max_header_bytes=min(MAX_HEADER_BYTES, budget))
         except HeaderError as exc:
             kind = exc.kind if exc.kind in ("truncated", "header") else "header"
             ckpt.issue(kind, f"{name}: {exc}", name)
@@ -237,7 +286,7 @@ def _read_index(ckpt: Checkpoint, index_name: str, readable: set[str]) -> list[s
     """Validate the shard index; returns the shard files to read, or None when the index is unusable."""
     ckpt.index_file = index_name
     try:
-        index = load_json_file(ckpt.root / index_name, max_bytes=MAX_INDEX_BYTES).value
+        index = parse_json(ckpt.files.read_file(index_name, max_bytes=MAX_INDEX_BYTES), what=index_name).value
     except OSError as exc:
         ckpt.issue("index-invalid", f"{index_name} cannot be read: {exc.strerror or exc}", index_name)
         return None
@@ -285,11 +334,19 @@ def draft_folder(draft_dir: Path | str) -> Path:
     return path
 
 
-def load_checkpoint(root: Path) -> Checkpoint:
-    """Read everything check needs from ``root`` (an existing folder) without writing anything."""
-    root = root.resolve()
-    ckpt = Checkpoint(root=root)
-    readable = _scan(ckpt, root)
+def load_checkpoint(source: Path | ModelFiles) -> Checkpoint:
+    """Read everything check needs from ``source`` (an existing folder, or a model's files wherever they
+    are) without writing anything."""
+    if isinstance(source, Path):
+        source = LocalFiles(source.resolve())
+    folder = source.folder
+    if folder is not None:
+        root = folder.resolve()
+        ckpt = Checkpoint(root=root, files=source)
+        readable = _scan(ckpt, root)
+    else:
+        ckpt = Checkpoint(root=Path(source.label), files=source)
+        readable = set(source.listing())
     _load_config(ckpt, readable)
     ckpt.python_files = sorted(n for n in readable if n.endswith(".py"))
     ckpt.safetensors_files = sorted(n for n in readable if n.endswith(".safetensors"))

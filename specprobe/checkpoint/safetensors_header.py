@@ -14,6 +14,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from specprobe.untrusted.files import UntrustedInputError, open_regular, parse_json
@@ -166,24 +167,46 @@ def read_header(path: Path, *, max_header_bytes: int = MAX_HEADER_BYTES) -> Safe
     try:
         with open_regular(path) as handle:
             file_size = os.fstat(handle.fileno()).st_size
-            prefix = handle.read(8)
-            if len(prefix) < 8:
-                raise HeaderError("truncated", f"{file_size} bytes, too short to hold a header length")
-            (header_len,) = struct.unpack("<Q", prefix)
-            if header_len > file_size - 8 or header_len > SAFETENSORS_MAX_HEADER_BYTES:
-                raise HeaderError(
-                    "header",
-                    f"header length {header_len} does not fit in the {file_size}-byte file",
-                )
-            if header_len > max_header_bytes:
-                raise HeaderError(
-                    "header",
-                    f"header is {header_len} bytes, above the {max_header_bytes}-byte limit specprobe reads "
-                    "(~100 bytes per tensor; real shards hold a few thousand tensors at most)",
-                )
-            raw_header = handle.read(header_len)
+
+            def read_at(begin: int, length: int) -> bytes:
+                handle.seek(begin)
+                return handle.read(length)
+
+            return read_header_from(read_at, file_size, path, max_header_bytes=max_header_bytes)
     except OSError as exc:
         raise HeaderError("unreadable", f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_header_from(
+    read_at: Callable[[int, int], bytes], file_size: int, path: Path, *, max_header_bytes: int = MAX_HEADER_BYTES
+) -> SafetensorsHeader:
+    """The header of a file of ``file_size`` bytes whose bytes ``read_at(begin, length)`` returns (a local
+    file, or a hub file read by HTTP Range): the length is read and bounded before the header is.
+    ``path`` names the file in the result. OSError from ``read_at`` is left to the caller."""
+    prefix = read_at(0, 8) if file_size >= 8 else b""
+    if len(prefix) < 8:
+        raise HeaderError("truncated", f"{file_size} bytes, too short to hold a header length")
+    (header_len,) = struct.unpack("<Q", prefix)
+    if header_len > file_size - 8 or header_len > SAFETENSORS_MAX_HEADER_BYTES:
+        raise HeaderError(
+            "header",
+            f"header length {header_len} does not fit in the {file_size}-byte file",
+        )
+    if header_len > max_header_bytes:
+        raise HeaderError(
+            "header",
+            f"header is {header_len} bytes, above the {max_header_bytes}-byte limit specprobe reads "
+            "(~100 bytes per tensor; real shards hold a few thousand tensors at most)",
+        )
+    raw_header = read_at(8, header_len)
+    if len(raw_header) != header_len:
+        raise HeaderError("truncated", f"header cut short: {len(raw_header)} of {header_len} bytes")
+    return parse_header(raw_header, file_size, path)
+
+
+def parse_header(raw_header: bytes, file_size: int, path: Path) -> SafetensorsHeader:
+    """Validate the JSON header ``raw_header`` of a ``file_size``-byte safetensors file."""
+    header_len = len(raw_header)
     try:
         parsed = parse_json(raw_header, what="header").value
     except UntrustedInputError as exc:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from specprobe.checkpoint.folder import Checkpoint
 from specprobe.checkpoint.layout import Layout
-from specprobe.checkpoint.safetensors_header import HeaderError, read_raw
+from specprobe.checkpoint.safetensors_header import HeaderError
 
 # d2t is draft_vocab x 8 bytes and t2d target_vocab x 1 byte: real ones are at most a few MiB (262k-token
 # vocabularies); the bound keeps a hostile header from costing more memory than the check itself.
@@ -60,9 +60,7 @@ def read_vocab_tensor(ckpt: Checkpoint, layout: Layout, name: str) -> VocabMapRe
     if info.dtype not in _TYPECODES:
         return result
     try:
-        result.values = decode_integers(
-            read_raw(info.entry, ckpt.path_of(info), max_bytes=MAX_VOCAB_MAP_BYTES), info.dtype
-        )
+        result.values = decode_integers(ckpt.read_tensor_bytes(info, max_bytes=MAX_VOCAB_MAP_BYTES), info.dtype)
     except (HeaderError, OSError, ValueError) as exc:
         result.error = str(exc)
     return result

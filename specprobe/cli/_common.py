@@ -235,3 +235,16 @@ def emit(
             f"specprobe {report.command}: {suppressed} finding(s) suppressed by configuration or baseline", err=True
         )
     raise typer.Exit(int(code))
+
+
+def local_inputs(specs: Sequence[str | Path]) -> list[Path]:
+    """The inputs that are paths on this machine (a hub id names no folder to find a configuration beside)."""
+    found = []
+    for spec in specs:
+        try:
+            path = Path(spec).expanduser()
+            if path.exists():
+                found.append(path)
+        except (OSError, ValueError, RuntimeError):  # RuntimeError: ~user unknown here
+            continue
+    return found

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -25,9 +24,18 @@ def register(app: typer.Typer) -> None:
     @app.command("check")
     @cannot_run_guard
     def check_command(  # noqa: PLR0917 - typer maps each parameter to an option
-        draft_dir: Annotated[Path, typer.Argument(help="The drafter folder (config.json + safetensors).")],
+        draft_dir: Annotated[
+            str,
+            typer.Argument(
+                help="The drafter: a folder (config.json + safetensors) or a hub id OWNER/NAME[@REVISION] "
+                "(read by HTTP Range: config, headers, d2t/t2d; never the weights)."
+            ),
+        ],
         target: Annotated[
-            str | None, typer.Option("--target", help="Target folder, its config.json, or a hub id (config.json only).")
+            str | None,
+            typer.Option(
+                "--target", help="Target folder, its config.json, or a hub id OWNER/NAME[@REVISION] (config.json only)."
+            ),
         ] = None,
         engine: Annotated[
             str | None, typer.Option("--engine", help="vllm or sglang, optionally ==VERSION (default: newest of both).")
@@ -56,19 +64,24 @@ def register(app: typer.Typer) -> None:
         update_baseline: UpdateBaselineOption = False,
     ) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
-        from specprobe.config import exact_configured
+        from specprobe.cli._common import local_inputs
+        from specprobe.config import exact_configured, hub_configured
+        from specprobe.modelfiles import HubSession
         from specprobe.pipeline.check import run_check
 
-        exact = exact or exact_configured(config, [draft_dir])
+        # A hub id is no folder to look for a configuration beside: the working directory's applies.
+        inputs = local_inputs([draft_dir])
+        exact = exact or exact_configured(config, inputs)
+        hub = HubSession(policy=hub_configured(config, inputs))
         report = run_check(
-            draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, exact=exact
+            draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, exact=exact, hub=hub
         )
         emit(
             report,
             fmt,
             output,
             strict=strict,
-            inputs=[draft_dir],
+            inputs=inputs,
             config=config,
             baseline=baseline,
             update_baseline=update_baseline,

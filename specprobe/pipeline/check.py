@@ -10,12 +10,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from specprobe.checkpoint.folder import draft_folder, load_checkpoint
+from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
 from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
-from specprobe.hfconfig import ConfigError, ModelConfig, load_config_json, parse_model_config, resolve_config_path
+from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, ModelConfig, parse_config_bytes, parse_model_config
+from specprobe.modelfiles import HubSession, ModelFiles, ModelUnavailable, locate
 from specprobe.rules import (
     compat,
     deep,
@@ -29,8 +30,10 @@ from specprobe.rules import (
     vocab,
     within_lifecycle,
 )
+from specprobe.rules import hub as hub_rules
 from specprobe.rules.internal import internal_error
 from specprobe.schema.store import known_versions, latest_version
+from specprobe.untrusted.files import UntrustedInputError, expand_user, is_file
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
 
@@ -69,37 +72,64 @@ def _families() -> list[Family]:
             deep.run, compat.run]
 
 
-def _load_target(spec: str) -> tuple[ModelConfig | None, str | None]:
-    path = resolve_config_path(spec)
+def _hub_findings(ctx: CheckContext) -> Iterable[Finding]:
+    """The drafter or target that could not be read from the hub (collected while building the context)."""
+    return ctx.hub_findings
+
+
+def _load_target(
+    spec: str, hub: HubSession
+) -> tuple[ModelConfig | None, str | None, ModelFiles | None, ModelUnavailable | None]:
+    """The target's parsed config.json, why it is unusable, where it is, and why the hub could not give it."""
     try:
-        return parse_model_config(load_config_json(path)), None
-    except ConfigError as exc:
-        return None, f"target {spec}: {exc}"
+        files = locate(spec, role="target", hub=hub)
+    except ModelUnavailable as exc:
+        return None, None, None, exc
+    # A config.json given by path (under any file name) is read as written.
+    given = expand_user(spec)
+    name = given.name if files.repo_id is None and is_file(given) else "config.json"
+    try:
+        data = files.read_file(name, max_bytes=MAX_CONFIG_BYTES)
+        return parse_model_config(parse_config_bytes(data, name).value), None, files, None
+    except FileNotFoundError:
+        return None, f"target {spec}: {name} is missing", files, None
+    except OSError as exc:
+        return None, f"target {spec}: {name} cannot be read: {exc.strerror or exc}", files, None
+    except (UntrustedInputError, ConfigError) as exc:
+        return None, f"target {spec}: {exc}", files, None
 
 
 def build_context(
-    draft_dir: Path | str,
+    draft_dir: Path | str | ModelFiles,
     *,
     target: str | None = None,
     engine: str | None = None,
     method: str | None = None,
     deep: bool = False,
     device: str | None = None,
+    hub: HubSession | None = None,
 ) -> CheckContext:
-    draft_path = draft_folder(draft_dir)
+    """Read the drafter (a folder, a hub id ``owner/name[@rev]``, or files already located) and the target.
+
+    A drafter the hub cannot give raises ModelUnavailable; a target it cannot give becomes a HUB-*
+    finding of the context (``hub_findings``), as an unreadable target config.json is a finding."""
+    hub = hub if hub is not None else HubSession()
+    draft_files = draft_dir if isinstance(draft_dir, ModelFiles) else locate(draft_dir, role="draft", hub=hub)
     engines, explicit = parse_engine(engine)
     engine_spec = parse_engine_spec(engine) if engine is not None else None
-    target_config, target_error = _load_target(target) if target else (None, None)
+    target_config = target_error = target_files = target_missing = None
+    if target:
+        target_config, target_error, target_files, target_missing = _load_target(target, hub)
     try:
-        checkpoint = load_checkpoint(draft_path)
+        checkpoint = load_checkpoint(draft_files)
     except OSError as exc:
-        raise SpecprobeError(f"cannot read draft folder {draft_path}: {exc.strerror or exc}") from None
+        raise SpecprobeError(f"cannot read draft folder {draft_files.label}: {exc.strerror or exc}") from None
     draft_config = (
         parse_model_config(effective_draft_config(checkpoint.config_raw)) if checkpoint.config_raw is not None else None
     )
     layout = detect_layout(checkpoint, checkpoint.config_raw)
-    return CheckContext(
-        draft_dir=draft_path,
+    ctx = CheckContext(
+        draft_dir=checkpoint.root,
         draft_config=draft_config,
         draft_format=layout.draft_format,
         draft_architecture=layout.architecture,
@@ -115,7 +145,15 @@ def build_context(
         engine_spec=engine_spec,
         device=device.strip().lower() if device else None,
         deep=deep,
+        draft_label=draft_files.label,
     )
+    if draft_files.commit is not None:
+        ctx.commits["draft"] = draft_files.commit
+    if target_files is not None and target_files.commit is not None:
+        ctx.commits["target"] = target_files.commit
+    if target_missing is not None:
+        ctx.hub_findings.append(hub_rules.unavailable_finding(target_missing, "target", policy=hub.policy, subject=True))
+    return ctx
 
 
 def run_families(ctx: CheckContext, families: Iterable[Family], report: Report) -> None:
@@ -147,21 +185,35 @@ def run_check(
     families: Iterable[Family] | None = None,
     device: str | None = None,
     exact: bool = False,
+    hub: HubSession | None = None,
 ) -> Report:
-    """Check one drafter folder; bad checkpoints give findings, unusable arguments raise SpecprobeError."""
-    ctx = build_context(draft_dir, target=target, engine=engine, method=method, deep=deep, device=device)
+    """Check one drafter (a folder or a hub id); bad checkpoints give findings, a drafter the hub cannot
+    give a HUB-* finding (never a pass), unusable arguments raise SpecprobeError."""
+    hub = hub if hub is not None else HubSession()
+    try:
+        ctx = build_context(
+            draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, hub=hub
+        )
+    except ModelUnavailable as exc:
+        report = Report(command="check", subject={"draft": str(draft_dir), "target": target, "engine": engine})
+        report.add(hub_rules.unavailable_finding(exc, "draft", policy=hub.policy, subject=True))
+        return report
     report = Report(
         command="check",
         subject={
-            "draft": str(ctx.draft_dir),
+            "draft": ctx.draft_label or str(ctx.draft_dir),
             "target": target,
             "engine": ", ".join(f"{name}=={version}" for name, version in ctx.engines),
         },
     )
+    for role, commit in ctx.commits.items():
+        # The hub commit judged: a branch moves, the verdict is about this commit.
+        report.subject[f"{role}_commit"] = commit
     if ctx.device is not None:
         report.subject["device"] = ctx.device
     if ctx.draft_format is not None:
         report.extra["draft_format"] = ctx.draft_format
+    report.extend(_hub_findings(ctx))
     run_families(ctx, _families() if families is None else families, report)
     if exact:
         # The engine release's own code on the same drafter (specprobe.engines.exact); its interpreter

@@ -61,13 +61,19 @@ def test_hub_target_from_the_local_cache_and_a_cached_drafter(tmp_path: Path) ->
     assert result.returncode == 1
 
 
-def test_uncached_hub_target_offline_cannot_run(tmp_path: Path) -> None:
+def test_uncached_hub_target_offline_is_a_failing_finding(tmp_path: Path) -> None:
     build_draft(tmp_path / "draft", DraftSpec())
 
-    result = _run(["check", str(tmp_path / "draft"), "--target", "acme/not-cached"], tmp_path / "empty-cache")
+    result = _run(
+        ["check", str(tmp_path / "draft"), "--target", "acme/not-cached", "--format", "json"], tmp_path / "empty-cache"
+    )
 
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1
-    assert lines[0].startswith("specprobe: error: cannot fetch config.json of 'acme/not-cached'")
-    assert "offline and not in the local cache" in lines[0]
+    # The target is the check's own subject: what could not be read fails the check, with the reason.
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    [finding] = [f for f in report["findings"] if f["rule"] == "HUB-NOT-EXAMINED"]
+    assert finding["severity"] == "error"
+    assert "HF_HUB_OFFLINE is set" in finding["message"]
+    assert "acme/not-cached" in finding["message"]
+    assert "hf download acme/not-cached" in finding["hint"]
+    assert "Traceback" not in result.stderr
