@@ -364,7 +364,9 @@ class HubFiles(ModelFiles):
                 )
             )
         try:
-            return self.session.fetch(self.ref, self.commit, name, span, max_bytes, self._budget)
+            return self.session.fetch(
+                self.ref, self.commit, name, span, max_bytes, self._budget, self._files.get(name)
+            )
         except _HubError as exc:
             raise _HubOSError(exc) from None
 
@@ -571,13 +573,21 @@ class HubSession:
         return ModelUnavailable(str(ref), kind, error.reason)
 
     def fetch(
-        self, ref: HubRef, commit: str, name: str, span: tuple[int, int] | None, max_bytes: int, budget: _Budget
+        self,
+        ref: HubRef,
+        commit: str,
+        name: str,
+        span: tuple[int, int] | None,
+        max_bytes: int,
+        budget: _Budget,
+        size: int | None = None,
     ) -> bytes:
         """``name`` at ``commit`` (whole, or the byte span ``(begin, length)``), within ``budget``."""
         from huggingface_hub import hf_hub_url  # noqa: PLC0415
 
-        wanted = span[1] if span is not None else max_bytes
-        if budget.requests_left <= 0 or min(wanted, max_bytes) > budget.bytes_left:
+        # A whole file is asked with its listed size (or its bound when the hub gave none).
+        wanted = span[1] if span is not None else min(max_bytes, size if size is not None else 0)
+        if budget.requests_left <= 0 or wanted > budget.bytes_left:
             raise _HubError(
                 Unavailable.NOT_EXAMINED,
                 f"reading {name} would exceed the {MAX_REPO_BYTES}-byte, {MAX_REPO_REQUESTS}-request budget "
