@@ -121,15 +121,18 @@ def _gate(
         from specprobe.smoke.deployment import smoke_findings
 
         measure = smoke_findings
-    report = gate_deployments(
-        deployments, engine=spec, strict=strict, files=files, extra_findings=notes, measure=measure
-    )
-    from specprobe.config import exact_configured
+    from specprobe.config import exact_configured, hub_configured
+    from specprobe.modelfiles import HubSession
 
+    # One hub reader for the run: each repository the deployments name is read once, gate and exact alike.
+    hub = HubSession(policy=hub_configured(config, [Path(p) for p in given if Path(p).exists()]))
+    report = gate_deployments(
+        deployments, engine=spec, strict=strict, files=files, extra_findings=notes, measure=measure, hub=hub
+    )
     if exact or exact_configured(config, [Path(p) for p in given]):
         from specprobe.pipeline.exact import exact_for_deployments
 
-        exact_for_deployments(report, deployments, spec)
+        exact_for_deployments(report, deployments, spec, hub=hub)
     if fix_plan:
         from specprobe.fix.gate import fix_plan_findings
 

@@ -66,11 +66,15 @@ def _lint(
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
     compatibility matrix; with --dry-run also against the engine's own configuration code (nothing is
     served or downloaded)."""
+    from specprobe.config import hub_configured
+    from specprobe.modelfiles import HubSession
     from specprobe.pipeline.gate import lint_command
 
     argv = list(command or [])
+    # One hub reader for the run: the drafter and target it names are read once, lint and exact alike.
+    hub = HubSession(policy=hub_configured(config, []))
     if not dry_run:
-        report = lint_command(argv, engine=engine, strict=strict, device=device)
+        report = lint_command(argv, engine=engine, strict=strict, device=device, hub=hub)
     else:
         from specprobe.engines._probe import release_of
         from specprobe.pipeline.dryrun import findings, run_dry_run
@@ -83,6 +87,7 @@ def _lint(
             engine=engine or (f"{result.engine}=={release}" if release else None),
             strict=strict,
             device=device or ("cpu" if result.cpu_build else None),
+            hub=hub,
         )
         report.extend(findings(result))
         report.extra["dry_run"] = result.to_json_dict()
@@ -94,7 +99,7 @@ def _lint(
         from specprobe.pipeline.exact import exact_for_deployments
 
         deployment = deployment_from_argv(argv)
-        exact_for_deployments(report, [deployment], parse_optional_engine_spec(engine, allow_range=False))
+        exact_for_deployments(report, [deployment], parse_optional_engine_spec(engine, allow_range=False), hub=hub)
     emit(report, fmt, output, strict=strict, config=config, baseline=baseline, update_baseline=update_baseline)
 
 

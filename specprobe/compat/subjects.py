@@ -88,9 +88,10 @@ def target_from_model_config(config: ModelConfig, label: str) -> TargetInfo:
     )
 
 
-def classify_target(spec: str) -> TargetInfo:
-    """A target folder, config.json or hub id -> its model_type(s) and attention; unreadable is exit 2."""
-    path = resolve_config_path(spec)
+def classify_target(spec: str, *, hub: Any = None) -> TargetInfo:
+    """A target folder, config.json or hub id -> its model_type(s) and attention; unreadable is exit 2.
+    ``hub`` is the run's ``specprobe.modelfiles.HubSession`` (a hub target is read once per run)."""
+    path = resolve_config_path(spec, hub=hub)
     try:
         raw = load_config_json(path)
     except ConfigError as exc:

@@ -24,7 +24,8 @@ class Unavailable(StrEnum):
     # The hub could not be asked or did not answer usably: timeout, no connection, offline and not
     # cached, a file missing from the commit, an answer outside specprobe's bounds.
     NOT_EXAMINED = "not-examined"
-    # The hub is switched off for this run (``hub = "off"``) and the model is not in the local cache.
+    # The hub is switched off for this run (``hub = "off"``, or HF_HUB_OFFLINE) and the model is not in
+    # the local caches: not examined by the user's choice.
     OFF = "off"
 
 

@@ -139,6 +139,55 @@ def _hashed(name: str) -> str:
     return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
+def parse_listing(raw: bytes, what: str) -> tuple[str, dict[str, int | None]]:
+    """The commit and top-level files (name -> size) of the hub's answer to
+    ``/api/models/{repo}/revision/{rev}?blobs=true``; _HubError when the answer is unusable.
+    The answer is untrusted input: bounded JSON, names that are not plain file names are skipped."""
+    try:
+        info = parse_json(raw, what="the hub's answer").value
+    except UntrustedInputError as exc:
+        raise _HubError(Unavailable.NOT_EXAMINED, f"{what}: {exc}") from None
+    commit = info.get("sha") if isinstance(info, dict) else None
+    siblings = info.get("siblings") if isinstance(info, dict) else None
+    if not isinstance(commit, str) or not _COMMIT.match(commit) or not isinstance(siblings, list):
+        raise _HubError(Unavailable.NOT_EXAMINED, f"the hub's answer for {what} has no commit and file list")
+    files: dict[str, int | None] = {}
+    for sibling in siblings:
+        name = sibling.get("rfilename") if isinstance(sibling, dict) else None
+        if not isinstance(name, str) or "/" in name or "\\" in name or name in ("", ".", "..") or "\0" in name:
+            continue  # engines read a drafter's top level only
+        size = sibling.get("size")
+        lfs = sibling.get("lfs")
+        if type(size) is not int and isinstance(lfs, dict):
+            size = lfs.get("size")
+        files[name] = size if type(size) is int and 0 <= size < 2**63 else None
+    return commit, files
+
+
+def vocab_spans(raw_header: bytes, data_start: int, file_size: int | None) -> list[tuple[int, int]]:
+    """Where a safetensors header (untrusted bytes) places its d2t/t2d tensors: (file offset, length)
+    pairs inside the file, at most one per name; nothing for a header that does not parse."""
+    try:
+        header = parse_json(raw_header, what="the header").value
+    except UntrustedInputError:
+        return []  # the checkpoint reader reports the header
+    if not isinstance(header, dict):
+        return []
+    spans: list[tuple[int, int]] = []
+    for name, entry in header.items():
+        if name.rsplit(".", 1)[-1] not in _VOCAB_TENSORS or not isinstance(entry, dict):
+            continue
+        offsets = entry.get("data_offsets")
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
+            continue
+        begin, end = data_start + offsets[0], data_start + offsets[1]
+        if data_start <= begin < end and (file_size is None or end <= file_size):
+            spans.append((begin, end - begin))
+        if len(spans) == len(_VOCAB_TENSORS):
+            break
+    return spans
+
+
 class _HubError(Exception):
     """One failed request, classified; the session turns it into ModelUnavailable or an OSError."""
 
@@ -200,6 +249,7 @@ class HubFiles(ModelFiles):
         self.repo_id = ref.repo_id
         self.revision = ref.revision
         self.commit = commit
+        self._commit = commit  # typed as a commit here: a HubFiles always has one
         self._files = files
         self._whole: dict[str, bytes] = {}
         self._ranges: dict[str, list[tuple[int, bytes]]] = {}
@@ -323,29 +373,17 @@ class HubFiles(ModelFiles):
 
     def _warm_vocab(self, shard: str, raw: bytes, data_start: int) -> None:
         """Read d2t/t2d where the header puts them (the vocabulary rules read their values)."""
-        try:
-            header = parse_json(raw, what="the header").value
-        except UntrustedInputError:
-            return  # the checkpoint reader reports the header
-        if not isinstance(header, dict):
-            return
-        for name, entry in header.items():
-            if name.rsplit(".", 1)[-1] not in _VOCAB_TENSORS or not isinstance(entry, dict):
-                continue
-            offsets = entry.get("data_offsets")
-            if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)):
-                continue
-            begin, end = offsets
-            if 0 <= begin < end and end - begin <= self._budget.bytes_left:
+        for begin, length in vocab_spans(raw, data_start, self._files.get(shard)):
+            if length <= self._budget.bytes_left:
                 try:
-                    self.read_range(shard, data_start + begin, end - begin)
+                    self.read_range(shard, begin, length)
                 except _HubOSError as exc:
                     raise exc.error from None
 
     # -- cache and network -----------------------------------------------------------------------------
 
     def _cache_path(self, kind: str, name: str, suffix: str = "") -> Path:
-        return self.session.commit_dir(self.repo_id, self.commit) / kind / (_hashed(name) + suffix)
+        return self.session.commit_dir(self.ref.repo_id, self._commit) / kind / (_hashed(name) + suffix)
 
     def _cached(self, path: Path, max_bytes: int) -> bytes | None:
         try:
@@ -358,14 +396,14 @@ class HubFiles(ModelFiles):
             raise _HubOSError(
                 _HubError(
                     Unavailable.NOT_EXAMINED,
-                    f"HF_HUB_OFFLINE is set and {name} of {self.repo_id}@{self.commit[:12]} is not in specprobe's "
+                    f"HF_HUB_OFFLINE is set and {name} of {self.ref.repo_id}@{self._commit[:12]} is not in specprobe's "
                     f"hub cache ({self.session.cache_root}); run once with the hub reachable to fill it",
                     network=True,
                 )
             )
         try:
             return self.session.fetch(
-                self.ref, self.commit, name, span, max_bytes, self._budget, self._files.get(name)
+                self.ref, self._commit, name, span, max_bytes, self._budget, self._files.get(name)
             )
         except _HubError as exc:
             raise _HubOSError(exc) from None
@@ -421,9 +459,9 @@ class HubSession:
                 except ModelUnavailable as exc:
                     self._opened[key] = exc
                     raise
-                if isinstance(opened, LocalFiles):
-                    return opened
-                known = self._opened[key] = opened
+                if not isinstance(opened, HubFiles):
+                    return opened  # a complete local snapshot: read in place
+                self._opened[key] = known = opened
             try:
                 known.warm(role)
             except ModelUnavailable as exc:
@@ -458,11 +496,12 @@ class HubSession:
                     Unavailable.OFF,
                     f"{ref} is a hub id and the hub is switched off (hub = \"off\"); it is not in the local caches",
                 )
+            # HF_HUB_OFFLINE is the user's own choice not to ask the hub, as hub = "off" is.
             raise ModelUnavailable(
                 str(ref),
-                Unavailable.NOT_EXAMINED,
+                Unavailable.OFF,
                 f"HF_HUB_OFFLINE is set and {ref} is not in specprobe's hub cache ({self.cache_root}) nor in the "
-                f"Hugging Face cache; run once with the hub reachable, or `hf download {ref.repo_id}`",
+                "Hugging Face cache; run once with the hub reachable",
             )
         try:
             commit, files = self._listing(ref)
@@ -483,24 +522,7 @@ class HubSession:
         revision = ref.revision or "main"
         url = f"{self.endpoint}/api/models/{ref.repo_id}/revision/{quote(revision, safe='')}?blobs=true"
         raw = self._get(ref, url, None, MAX_LISTING_BYTES, None)
-        try:
-            info = parse_json(raw, what="the hub's answer").value
-        except UntrustedInputError as exc:
-            raise _HubError(Unavailable.NOT_EXAMINED, f"{ref}: {exc}") from None
-        commit = info.get("sha") if isinstance(info, dict) else None
-        siblings = info.get("siblings") if isinstance(info, dict) else None
-        if not isinstance(commit, str) or not _COMMIT.match(commit) or not isinstance(siblings, list):
-            raise _HubError(Unavailable.NOT_EXAMINED, f"the hub's answer for {ref} has no commit and file list")
-        files: dict[str, int | None] = {}
-        for sibling in siblings:
-            name = sibling.get("rfilename") if isinstance(sibling, dict) else None
-            if not isinstance(name, str) or "/" in name or "\\" in name or name in ("", ".", ".."):
-                continue  # engines read a drafter's top level only
-            size = sibling.get("size")
-            lfs = sibling.get("lfs")
-            if not isinstance(size, int) and isinstance(lfs, dict):
-                size = lfs.get("size")
-            files[name] = size if type(size) is int and size >= 0 else None
+        commit, files = parse_listing(raw, str(ref))
         self._remember(ref, commit, files)
         return commit, files
 
@@ -615,7 +637,8 @@ class HubSession:
                     network=True,
                 )
         import httpx2  # noqa: PLC0415  (huggingface_hub's own HTTP client)
-        from huggingface_hub.utils import build_hf_headers, get_session  # noqa: PLC0415
+        from huggingface_hub import get_session  # noqa: PLC0415
+        from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]  # noqa: PLC0415
 
         headers = build_hf_headers(library_name="specprobe", headers={"Accept-Encoding": "identity"})
         if span is not None:

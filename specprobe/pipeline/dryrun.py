@@ -182,7 +182,7 @@ def findings(result: DryRunResult) -> list[Finding]:
             rules.DRY_RUN_NOT_LOCAL.finding(
                 f"dry run not run: {', '.join(result.skipped)} is not a local folder and not in the local "
                 "Hugging Face cache",
-                hint="Download it first (huggingface-cli download ID) or point the command at a local folder.",
+                hint="Download it first (`hf download ID`) or point the command at a local folder.",
             )
         ]
     found: list[Finding] = []

@@ -22,16 +22,18 @@ from specprobe.engines.exact import (
     same_release,
 )
 from specprobe.findings import Finding
-from specprobe.hfconfig import ConfigError, load_config_json
+from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, parse_config_bytes
+from specprobe.modelfiles import HubSession
 from specprobe.pipeline.gate import resolve_model
 from specprobe.rules import exact as rules
 from specprobe.rules.exact import findings_for, sglang_static
+from specprobe.untrusted.files import UntrustedInputError
 
 __all__ = ["exact_for_deployments"]
 
 
 def exact_for_deployments(report: Any, deployments: Sequence[Any], engine: Any = None,
-                          *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+                          *, timeout_s: float = DEFAULT_TIMEOUT_S, hub: HubSession | None = None) -> None:
     """``lint --exact`` / ``gate --exact``: each deployment's drafter, target and speculative settings through
     its vLLM release's own code; one probe process per release. Findings are placed on the deployment."""
     summary: list[dict[str, Any]] = report.extra.setdefault("exact", [])
@@ -52,20 +54,21 @@ def exact_for_deployments(report: Any, deployments: Sequence[Any], engine: Any =
             entry["why"] = "SGLang's draft classes are not constructed here"
             note(deployment, sglang_static(str(version)), entry)
             continue
-        draft = resolve_model(deployment, deployment.draft, "draft")
-        target = resolve_model(deployment, deployment.target, "target")
-        missing = [ref for ref in (draft, target) if ref is None or ref.folder is None]
+        draft = resolve_model(deployment, deployment.draft, "draft", hub)
+        target = resolve_model(deployment, deployment.target, "target", hub)
+        missing = [ref for ref in (draft, target) if ref is None or ref.files is None]
         if version is None or missing:
             why = "no engine version" if version is None else "; ".join(
                 (ref.why_not or ref.spec) if ref is not None else "no target" for ref in missing)
             entry["why"] = why
             note(deployment, rules.UNAVAILABLE.finding(f"exact mode did not run: {why}; the verdict is static"), entry)
             continue
-        assert draft is not None and target is not None and draft.folder is not None and target.folder is not None
+        assert draft is not None and target is not None and draft.files is not None and target.files is not None
         try:
-            checkpoint = load_checkpoint(draft.folder)
-            target_config = load_config_json(target.folder / "config.json")
-        except (OSError, ConfigError) as exc:
+            # The release's code sees the header shapes and config.json: a hub drafter needs no weights.
+            checkpoint = load_checkpoint(draft.files)
+            target_config = parse_config_bytes(target.files.read_file("config.json", max_bytes=MAX_CONFIG_BYTES)).value
+        except (OSError, ConfigError, UntrustedInputError) as exc:
             entry["why"] = f"unreadable: {exc}"
             note(deployment, rules.UNAVAILABLE.finding(f"exact mode did not run: {exc}; the verdict is static"), entry)
             continue

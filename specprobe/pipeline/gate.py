@@ -3,9 +3,12 @@ pairing looked up in the compatibility matrix, in one report with a section (``F
 per deployment. `specprobe lint` of a serve command is this same examination of the one deployment
 its argv builds (``lint_command``).
 
-What cannot be examined on this machine (a hub id outside the local Hugging Face cache, a path that
-exists only in the container, an unexpanded environment variable) is a finding, never silence.
-Nothing is downloaded, nothing is imported from a checkpoint, and no engine or torch is imported.
+Drafters and targets named by hub id (with ``revision`` / ``--speculative-draft-model-revision`` /
+``--revision``) are read where they live through ``specprobe.modelfiles``: each distinct repository once
+per run, several at a time, only config.json, the shard index, the safetensors headers and d2t/t2d (by
+HTTP Range). What cannot be examined (a hub that refuses or does not answer, a path that exists only in
+the container, an unexpanded environment variable) is a finding, never silence. No weight file is
+downloaded, nothing is imported from a checkpoint, and no engine or torch is imported.
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.engines.versions import engine_first
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
-from specprobe.hfconfig import cached_file, looks_like_hub_id
+from specprobe.modelfiles import HubRef, HubSession, ModelFiles, ModelUnavailable, Unavailable, hub_ref
+from specprobe.modelfiles.local import LocalFiles
 from specprobe.pipeline.check import _families, build_context, run_families
 from specprobe.pipeline.lint import LintCache, lint_deployment
 from specprobe.rules import compat
+from specprobe.rules import hub as hub_rules
 from specprobe.untrusted.files import is_dir, is_file
 
 __all__ = ["Measure", "ModelRef", "gate_deployments", "gate_paths", "lint_command", "resolve_model"]
@@ -41,17 +46,24 @@ _UNEXPANDED = re.compile(r"\$\(?\{?[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A target or drafter as far as this machine can see it: a local folder, or why not."""
+    """A target or drafter as far as this machine can see it: its files (a local folder, a hub repository
+    read where it lives, or a cached snapshot), or why not."""
 
     spec: str
     folder: Path | None = None  # a folder with config.json (local, or a Hugging Face cache snapshot)
-    hub_cached: bool = False
+    hub_cached: bool = False  # a snapshot of the Hugging Face cache stands for the hub repository
     why_not: str | None = None
+    files: ModelFiles | None = None
+    unavailable: ModelUnavailable | None = None
+    # What check is given for this model: the folder, or the hub reference with its revision.
+    check_spec: str | None = None
 
     @property
     def has_weights(self) -> bool:
-        # One directory listing: Path.glob compiles and walks a pattern each call, which made this
-        # test a third of a thousand-deployment gate.
+        # One directory listing (or the hub's): Path.glob compiles and walks a pattern each call, which
+        # made this test a third of a thousand-deployment gate.
+        if self.files is not None and self.folder is None:
+            return any(".safetensors" in name for name in self.files.listing())
         if self.folder is None:
             return False
         try:
@@ -78,6 +90,8 @@ class GateCache:
     check_families: list[Family] | None = None
     targets: dict[str, TargetInfo | None] = field(default_factory=dict)
     drafts: dict[str, DraftInfo | None] = field(default_factory=dict)
+    # The run's hub reader: each repository resolved and read once, under the run's hub policy.
+    hub: HubSession = field(default_factory=HubSession)
 
     def families(self) -> list[Family]:
         if self.check_families is None:
@@ -85,38 +99,68 @@ class GateCache:
         return self.check_families
 
 
-def _hub_cache_folder(repo_id: str) -> Path | None:
-    """The cached snapshot folder holding ``repo_id``'s config.json, from the local cache only."""
-    cached = cached_file(repo_id, "config.json")
-    return cached.parent if cached is not None else None
+def model_revision(deployment: Deployment, role: str) -> str | None:
+    """The hub revision the launch pins for ``role``: vLLM's ``revision`` in --speculative-config for the
+    drafter, SGLang's --speculative-draft-model-revision, and --revision (both engines) for the target.
+    (``code_revision`` pins remote code, which specprobe never runs: auto_map is read from config.json.)"""
+    command = deployment.command
+    value: object = None
+    if role == "target":
+        value = command.get("--revision") if command is not None else None
+    elif command is not None and command.engine == "sglang":
+        value = command.get("--speculative-draft-model-revision")
+    else:
+        value = deployment.speculative.get("revision")
+    return value if isinstance(value, str) and value.strip() else None
 
 
-def resolve_model(deployment: Deployment, spec: str | None, role: str) -> ModelRef | None:
-    """Where ``spec`` (a path relative to the deployment file, an absolute path, or a hub id) is here."""
+def _hub_reference(deployment: Deployment, spec: str | None, role: str) -> HubRef | None:
+    if not spec or _UNEXPANDED.search(spec):
+        return None
+    path = deployment.resolve_path(spec)
+    if path is not None and (is_dir(path) or is_file(path)):
+        return None
+    return hub_ref(spec, revision=model_revision(deployment, role), base_dir=deployment.base_dir)
+
+
+def resolve_model(
+    deployment: Deployment, spec: str | None, role: str, hub: HubSession | None = None
+) -> ModelRef | None:
+    """Where ``spec`` (a path relative to the deployment file, an absolute path, or a hub id) is: a local
+    folder, or a hub repository read through ``hub`` (the run's session; a fresh one when None)."""
     if not spec:
         return None
     if _UNEXPANDED.search(spec):
         return ModelRef(spec, why_not=f"{role} {spec!r} refers to an environment variable that is not set in the file")
     path = deployment.resolve_path(spec)
     if path is not None and is_dir(path):
-        return ModelRef(spec, folder=path)
+        return ModelRef(spec, folder=path, files=LocalFiles(path, label=spec), check_spec=str(path))
     if path is not None and is_file(path) and path.name == "config.json":
-        return ModelRef(spec, folder=path.parent)
-    if looks_like_hub_id(spec) and not spec.startswith((".", "/")):
-        folder = _hub_cache_folder(spec)
-        if folder is not None:
-            return ModelRef(spec, folder=folder, hub_cached=True)
-        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        return ModelRef(spec, folder=path.parent, files=LocalFiles(path.parent, label=spec), check_spec=str(path))
+    ref = _hub_reference(deployment, spec, role)
+    if ref is not None:
+        try:
+            files = (hub if hub is not None else HubSession()).open(ref, role)
+        except ModelUnavailable as exc:
+            if exc.kind is Unavailable.OFF:
+                return ModelRef(spec, why_not=f"{role} {spec!r}: {exc}; `hf download {ref.repo_id}` lets specprobe "
+                                "read it from the local cache", unavailable=exc)
+            return ModelRef(spec, why_not=str(exc), unavailable=exc)
         return ModelRef(
             spec,
-            why_not=f"{role} {spec!r} is a hub id that is not in the local Hugging Face cache"
-            + (" (HF_HUB_OFFLINE is set)" if offline else "")
-            + f"; `huggingface-cli download {spec} config.json` lets specprobe read it",
+            folder=files.folder,
+            hub_cached=files.folder is not None,
+            files=files,
+            check_spec=str(ref),
         )
     return ModelRef(spec, why_not=f"{role} {spec!r} is not a folder on this machine (a path inside the container?)")
 
 
-def _not_examined(deployment: Deployment, ref: ModelRef, key: str, strict: bool) -> Finding:
+def _not_examined(deployment: Deployment, ref: ModelRef, key: str, strict: bool, hub: HubSession) -> Finding:
+    if ref.unavailable is not None and (ref.unavailable.kind is not Unavailable.OFF or hub.policy == "required"):
+        # The hub refused or did not answer: HUB-ACCESS (always an error) or HUB-NOT-EXAMINED (by policy;
+        # hub = "required" fails even a model left unread by HF_HUB_OFFLINE).
+        return deployment.locate(hub_rules.unavailable_finding(ref.unavailable, key, policy=hub.policy, subject=False), key)
     severity = Severity.WARNING if strict else Severity.INFO
     finding = deploy_rules.NOT_EXAMINED.finding(ref.why_not or ref.spec, location=ref.spec, severity=severity)
     return deployment.locate(finding, key)
@@ -128,15 +172,17 @@ def _check_families() -> list[Family]:
 
 
 def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | None, cache: GateCache) -> list[Finding]:
-    assert draft.folder is not None
+    assert draft.files is not None
     engine = str(deployment.engine) if deployment.engine is not None else None
-    target_spec = str(target.folder) if target is not None and target.folder is not None else None
+    target_spec = target.check_spec if target is not None and target.files is not None else None
     # Replicas of one deployment (a fleet's files) name the same drafter: check it once per setting.
-    key = (str(draft.folder.resolve()), target_spec, engine, deployment.method, deployment.device)
+    where = str(draft.folder.resolve()) if draft.folder is not None else f"{draft.check_spec}#{draft.files.commit}"
+    key = (where, target_spec, engine, deployment.method, deployment.device)
     cached = cache.checks.get(key)
     if cached is None:
         context = build_context(
-            draft.folder, target=target_spec, engine=engine, method=deployment.method, device=deployment.device
+            draft.files, target=target_spec, engine=engine, method=deployment.method, device=deployment.device,
+            hub=cache.hub,
         )
         report = Report(command="check")
         run_families(context, cache.families(), report)
@@ -144,7 +190,7 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
         if context.draft_format is not None:
             # check has read the drafter's headers already: the matrix's classification is the same
             # detection (compat.subjects.classify_draft), so the folder is not read a second time.
-            label = str(draft.folder)
+            label = str(draft.folder) if draft.folder is not None else str(draft.check_spec)
             info = DraftInfo(label=label, format=context.draft_format, architecture=context.draft_architecture)
             cache.drafts.setdefault(label, info)
     findings = []
@@ -161,16 +207,16 @@ def _classify(target: ModelRef | None, draft: ModelRef | None, cache: GateCache)
     """What the matrix needs of the target and drafter, read once per folder in a run (a fleet names
     one target many times)."""
     target_info = draft_info = None
-    if target is not None and target.folder is not None:
-        key = str(target.folder)
+    if target is not None and target.check_spec is not None and target.files is not None:
+        key = target.check_spec
         if key not in cache.targets:
             try:
-                cache.targets[key] = classify_target(key)
+                cache.targets[key] = classify_target(key, hub=cache.hub)
             except SpecprobeError:
                 cache.targets[key] = None  # check's target rules report an unreadable target config
         target_info = cache.targets[key]
-    if draft is not None and draft.folder is not None:
-        key = str(draft.folder)
+    if draft is not None and draft.files is not None:
+        key = str(draft.folder) if draft.folder is not None else str(draft.check_spec)
         if key not in cache.drafts:
             try:
                 cache.drafts[key] = classify_draft(key)
@@ -186,12 +232,12 @@ def examine(deployment: Deployment, *, strict: bool = False, cache: GateCache | 
     findings = list(deployment.findings)
     if deployment.command is None:
         return findings
-    target = resolve_model(deployment, deployment.target, "target")
-    draft = resolve_model(deployment, deployment.draft, "draft")
+    target = resolve_model(deployment, deployment.target, "target", cache.hub)
+    draft = resolve_model(deployment, deployment.draft, "draft", cache.hub)
     for ref, key in ((target, "target"), (draft, "draft")):
         if ref is not None and ref.why_not is not None:
-            findings.append(_not_examined(deployment, ref, key, strict))
-    if draft is not None and draft.folder is not None:
+            findings.append(_not_examined(deployment, ref, key, strict, cache.hub))
+    if draft is not None and draft.files is not None:
         if draft.has_weights or not draft.hub_cached:
             findings.extend(_check_draft(deployment, draft, target, cache))
         else:
@@ -204,7 +250,13 @@ def examine(deployment: Deployment, *, strict: bool = False, cache: GateCache | 
             )
             findings.append(deployment.locate(note, "draft"))
     target_info, draft_info = _classify(target, draft, cache)
-    lint_findings, _ = lint_deployment(deployment, target=target_info, draft=draft_info, cache=cache.lint)
+    lint_findings, _ = lint_deployment(
+        deployment,
+        target=target_info,
+        draft=draft_info,
+        cache=cache.lint,
+        target_files=target.files if target is not None else None,
+    )
     findings.extend(lint_findings)
     return findings
 
@@ -295,8 +347,10 @@ def gate_deployments(
     files: Iterable[str] = (),
     extra_findings: Iterable[Finding] = (),
     measure: Measure | None = None,
+    hub: HubSession | None = None,
 ) -> Report:
     """One report over ``deployments``; ``engine`` (from --engine) applies to deployments of that engine.
+    ``hub`` reads the drafters and targets named by hub id (each repository once, several at a time).
 
     ``measure`` (``gate --smoke``: ``specprobe.smoke.deployment.smoke_findings``) adds measured findings
     before ``--strict`` is applied; the measuring code sits above the pipeline, so it is passed in."""
@@ -304,7 +358,16 @@ def gate_deployments(
     for finding in extra_findings:
         # About a file rather than a deployment (no launch found, a file that could not be read).
         report.extend(_with_relevant_evidence([finding], None, input_form(None, finding.file)))
-    cache = GateCache()
+    cache = GateCache(hub=hub if hub is not None else HubSession())
+    if cache.hub.policy != "off":
+        # Every distinct hub repository of the run, read in parallel before the deployments are examined.
+        cache.hub.prefetch(
+            (ref, role)
+            for deployment in deployments
+            if deployment.command is not None
+            for role, spec in (("target", deployment.target), ("draft", deployment.draft))
+            if (ref := _hub_reference(deployment, spec, role)) is not None
+        )
     for deployment in deployments:
         own: list[Finding] = []
         if deployment.command is not None:
@@ -372,16 +435,22 @@ def gate_paths(
     strict: bool = False,
     measure: Measure | None = None,
     stdin_filename: str | None = None,
+    hub: HubSession | None = None,
 ) -> Report:
     """Parse every file into deployments (``load_paths``) and gate them."""
     deployments, notes = load_paths(paths, stdin_filename=stdin_filename)
     return gate_deployments(
-        deployments, engine=engine, strict=strict, files=paths, extra_findings=notes, measure=measure
+        deployments, engine=engine, strict=strict, files=paths, extra_findings=notes, measure=measure, hub=hub
     )
 
 
 def lint_command(
-    argv: list[str], *, engine: str | None = None, strict: bool = False, device: str | None = None
+    argv: list[str],
+    *,
+    engine: str | None = None,
+    strict: bool = False,
+    device: str | None = None,
+    hub: HubSession | None = None,
 ) -> Report:
     """Lint one serve command, and check the drafter and target it names where they are on this machine.
 
@@ -397,7 +466,7 @@ def lint_command(
             raise SpecprobeError(f"--engine {engine} does not match the command, which runs {deployment.engine_name}")
         deployment.engine = spec
     option: EngineSpec | None = deployment.engine if engine else None
-    report = gate_deployments([deployment], engine=option, strict=strict, command="lint")
+    report = gate_deployments([deployment], engine=option, strict=strict, command="lint", hub=hub)
     if deployment.device:
         report.subject["device"] = deployment.device
     return report

@@ -27,7 +27,15 @@ from specprobe.deploy.argv import ServeCommand, normalise_flag
 from specprobe.deploy.model import Deployment, parse_speculative
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
-from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
+from specprobe.hfconfig import (
+    MAX_CONFIG_BYTES,
+    ConfigError,
+    cached_file,
+    load_config_json,
+    looks_like_hub_id,
+    parse_config_bytes,
+)
+from specprobe.modelfiles import ModelFiles
 from specprobe.rules import lint as rules
 from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
@@ -229,12 +237,20 @@ def _int_flag(command: ServeCommand, flag: str, result: LintResult) -> int | Non
         return None
 
 
-def _target_architectures(target: Path | str | None) -> list[str] | None:
-    """The architectures of the target's config.json when it is on this machine (a folder, or a hub id
-    already in the local hub cache); None otherwise. Nothing is downloaded."""
+def _target_architectures(target: Path | str | ModelFiles | None) -> list[str] | None:
+    """The architectures of the target's config.json: from its files when the caller located them (a
+    folder, or a hub repository read by specprobe.modelfiles), else when it is on this machine (a folder,
+    or a hub id already in the local hub cache); None otherwise."""
     if target is None:
         return None
     raw: Any = None
+    if isinstance(target, ModelFiles):
+        try:
+            raw = parse_config_bytes(target.read_file("config.json", max_bytes=MAX_CONFIG_BYTES)).value
+        except (ConfigError, OSError, ValueError):
+            return None
+        architectures = raw.get("architectures") if isinstance(raw, dict) else None
+        return [a for a in architectures if isinstance(a, str)] if isinstance(architectures, list) else None
     path = Path(target)
     try:
         if path.is_dir() and (path / "config.json").is_file():
@@ -250,7 +266,7 @@ def _target_architectures(target: Path | str | None) -> list[str] | None:
 
 
 def _sglang_draft_path(
-    command: ServeCommand, algorithm: str, version: str, target: Path | str | None, result: LintResult
+    command: ServeCommand, algorithm: str, version: str, target: Path | str | ModelFiles | None, result: LintResult
 ) -> None:
     """EAGLE-family algorithms without a draft path: SGLang fills it with the target's own path for
     targets that carry their own MTP layers, and loads the target as its own draft (and crashes) for
@@ -316,7 +332,10 @@ def _sglang_draft_path(
 
 
 def _lint_sglang(
-    command: ServeCommand, schema: EngineSchema, version: str | None = None, target: Path | str | None = None
+    command: ServeCommand,
+    schema: EngineSchema,
+    version: str | None = None,
+    target: Path | str | ModelFiles | None = None,
 ) -> LintResult:
     version = version or schema.version
     result = LintResult()
@@ -405,6 +424,7 @@ def lint_deployment(
     target: TargetInfo | None = None,
     draft: DraftInfo | None = None,
     cache: LintCache | None = None,
+    target_files: ModelFiles | None = None,
 ) -> tuple[list[Finding], str]:
     """Lint the deployment's serve command against its engine version's snapshot, then add the matrix
     verdicts for the pairing (``target``/``draft`` when the caller could examine them).
@@ -425,7 +445,11 @@ def lint_deployment(
             _lint_vllm(command, schema, result)
         else:
             target_path = deployment.resolve_path(deployment.target or command.model)
-            local_target = target_path if target_path is not None and exists(target_path) else command.model
+            local_target: Path | str | ModelFiles | None = (
+                target_path if target_path is not None and exists(target_path) else command.model
+            )
+            if target_files is not None:
+                local_target = target_files  # read where it is (a hub target through the run's reader)
             result = _lint_sglang(command, schema, version, local_target)
     except Exception as exc:  # a bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass
         result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
