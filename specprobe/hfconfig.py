@@ -6,6 +6,7 @@ Gemma-3, Qwen-VL...) keep the language model under ``text_config``; that is what
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -300,7 +301,7 @@ def resolve_config_path(spec: str, *, hub: Any = None) -> Path:
 
     A hub id is read through ``specprobe.modelfiles`` (only config.json travels; ``hub`` is the run's
     ``HubSession``, a fresh one when None): the path returned is the copy kept in specprobe's hub cache
-    at the resolved commit. SpecprobeError (``ModelUnavailable`` for a hub that refuses or cannot be
+    at the resolved commit. SpecprobeError (``ModelUnavailableError`` for a hub that refuses or cannot be
     reached) when there is no such target.
     """
     path = expand_user(spec)
@@ -314,10 +315,9 @@ def resolve_config_path(spec: str, *, hub: Any = None) -> Path:
     if hub_ref(spec) is None:
         raise SpecprobeError(f"target {spec!r} is neither a folder, a config.json, nor a hub id")
     files = locate(spec, role="target", hub=hub)
-    try:
+    # The reader of the returned path says what is wrong with it.
+    with contextlib.suppress(OSError, UntrustedInputError):
         files.read_file("config.json", max_bytes=MAX_CONFIG_BYTES)
-    except (OSError, UntrustedInputError):
-        pass  # the reader of the returned path says what is wrong with it
     kept = files.local_path("config.json")
     if kept is not None:
         return kept

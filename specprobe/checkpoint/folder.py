@@ -17,13 +17,12 @@ from specprobe.checkpoint.safetensors_header import (
     HeaderError,
     SafetensorsHeader,
     TensorEntry,
-    SafetensorsHeader,
     read_header,
     read_header_from,
 )
 from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, parse_config_bytes
-from specprobe.modelfiles import LocalFiles, ModelFiles
+from specprobe.modelfiles import LocalFiles, ModelFiles, hub_ref, locate
 from specprobe.untrusted.files import UntrustedInputError, exists, expand_user, is_dir, parse_json
 
 # Pickle containers: engines may unpickle them, specprobe never does.
@@ -96,7 +95,9 @@ class Checkpoint:
         """One small tensor's bytes (d2t/t2d) with one bounded read, from disk or by HTTP Range."""
         entry = info.entry
         if entry.nbytes > max_bytes:
-            raise HeaderError("size", f"tensor {entry.name!r} is {entry.nbytes} bytes, above the {max_bytes}-byte limit")
+            raise HeaderError(
+                "size", f"tensor {entry.name!r} is {entry.nbytes} bytes, above the {max_bytes}-byte limit"
+            )
         data = self.files.read_range(info.file, entry.begin, entry.nbytes)
         if len(data) != entry.nbytes:
             raise HeaderError("truncated", f"tensor {entry.name!r} is cut short")
@@ -325,9 +326,19 @@ def _read_index(ckpt: Checkpoint, index_name: str, readable: set[str]) -> list[s
 
 def draft_folder(draft_dir: Path | str) -> Path:
     """``draft_dir`` with ``~`` expanded, checked to be an existing folder (a one-line SpecprobeError, exit 2,
-    otherwise): what `check` and `fix` accept as the drafter before reading anything in it."""
+    otherwise): what `fix` accepts as the drafter before reading anything in it. A hub id is accepted when
+    its weights are in the local Hugging Face cache (fix copies them into the new folder)."""
     path = expand_user(draft_dir)
     if not exists(path):
+        ref = hub_ref(str(draft_dir))
+        if ref is not None:
+            files = locate(str(draft_dir), role="draft")
+            if files.folder is not None:
+                return files.folder
+            raise SpecprobeError(
+                f"draft {ref} is on the hub, where specprobe reads only headers; fix copies the drafter's weights "
+                f"into --out, so they must be on this machine first: `hf download {ref.repo_id}`"
+            )
         raise SpecprobeError(f"draft folder {path} does not exist")
     if not is_dir(path):
         raise SpecprobeError(f"draft {path} is not a folder")

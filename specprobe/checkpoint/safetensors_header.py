@@ -12,9 +12,9 @@ import itertools
 import math
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from specprobe.untrusted.files import UntrustedInputError, open_regular, parse_json

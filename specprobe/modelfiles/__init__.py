@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specprobe.findings import SpecprobeError
-from specprobe.modelfiles.base import ModelFiles, ModelUnavailable, Unavailable
+from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, Unavailable
 from specprobe.modelfiles.hub import HUB_POLICIES, HubFiles, HubRef, HubSession, parse_hub_ref
 from specprobe.modelfiles.local import LocalFiles
 from specprobe.untrusted.files import exists, expand_user, is_dir, is_file
@@ -23,7 +23,7 @@ __all__ = [
     "HubSession",
     "LocalFiles",
     "ModelFiles",
-    "ModelUnavailable",
+    "ModelUnavailableError",
     "Unavailable",
     "hub_ref",
     "locate",
@@ -53,7 +53,7 @@ def locate(
 
     A folder (or, for a target, a config.json path) on this machine is read in place; a hub id is read
     through ``hub`` (a fresh session when None). SpecprobeError (exit 2) for a path that does not exist
-    and is no hub id; ModelUnavailable, a SpecprobeError, when the hub cannot give it.
+    and is no hub id; ModelUnavailableError, a SpecprobeError, when the hub cannot give it.
     """
     text = str(spec)
     path = expand_user(text)

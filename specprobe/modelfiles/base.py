@@ -29,7 +29,7 @@ class Unavailable(StrEnum):
     OFF = "off"
 
 
-class ModelUnavailable(SpecprobeError):
+class ModelUnavailableError(SpecprobeError):
     """A model named by hub id that cannot be read; the message is one sentence with advice.
 
     A SpecprobeError, so that a command with nothing else to say about the model (matrix, fix) exits 2

@@ -20,6 +20,7 @@ message, a finding or a cache file name.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
@@ -34,7 +35,7 @@ from typing import Any
 from urllib.parse import quote
 
 from specprobe.hfconfig import MAX_CONFIG_BYTES, hub_cache_dir
-from specprobe.modelfiles.base import ModelFiles, ModelUnavailable, Unavailable
+from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, Unavailable
 from specprobe.modelfiles.local import LocalFiles
 from specprobe.untrusted.files import UntrustedInputError, is_dir, parse_json, read_bounded
 
@@ -189,7 +190,7 @@ def vocab_spans(raw_header: bytes, data_start: int, file_size: int | None) -> li
 
 
 class _HubError(Exception):
-    """One failed request, classified; the session turns it into ModelUnavailable or an OSError."""
+    """One failed request, classified; the session turns it into ModelUnavailableError or an OSError."""
 
     def __init__(self, kind: Unavailable | None, reason: str, *, network: bool = False) -> None:
         super().__init__(reason)
@@ -306,7 +307,7 @@ class HubFiles(ModelFiles):
 
     def warm(self, role: str) -> None:
         """Read everything the verdict for ``role`` needs now, so that a failure is the model's (not
-        examined) rather than a half-read checkpoint; ModelUnavailable when the hub fails."""
+        examined) rather than a half-read checkpoint; ModelUnavailableError when the hub fails."""
         with self._lock:
             if role in self.warmed or (role == "target" and "draft" in self.warmed):
                 return
@@ -434,7 +435,7 @@ class HubSession:
     cache_root: Path = field(default_factory=specprobe_hub_cache)
     requests: int = 0
     bytes_received: int = 0
-    _opened: dict[tuple[str, str | None], HubFiles | ModelUnavailable] = field(default_factory=dict)
+    _opened: dict[tuple[str, str | None], HubFiles | ModelUnavailableError] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _repo_locks: dict[tuple[str, str | None], threading.Lock] = field(default_factory=dict)
     _network_failures: int = 0
@@ -444,19 +445,19 @@ class HubSession:
 
     def open(self, ref: HubRef, role: str) -> ModelFiles:
         """The files of ``ref`` for ``role`` (draft: config, index, headers, d2t/t2d; target: config),
-        read once per run; ModelUnavailable (one sentence with advice) when they cannot be."""
+        read once per run; ModelUnavailableError (one sentence with advice) when they cannot be."""
         assert role in _ROLES
         key = (ref.repo_id, ref.revision)
         with self._lock:
             repo_lock = self._repo_locks.setdefault(key, threading.Lock())
         with repo_lock:
             known = self._opened.get(key)
-            if isinstance(known, ModelUnavailable):
+            if isinstance(known, ModelUnavailableError):
                 raise known
             if known is None:
                 try:
                     opened = self._resolve(ref)
-                except ModelUnavailable as exc:
+                except ModelUnavailableError as exc:
                     self._opened[key] = exc
                     raise
                 if not isinstance(opened, HubFiles):
@@ -464,7 +465,7 @@ class HubSession:
                 self._opened[key] = known = opened
             try:
                 known.warm(role)
-            except ModelUnavailable as exc:
+            except ModelUnavailableError as exc:
                 self._opened[key] = exc
                 raise
             return known
@@ -480,10 +481,8 @@ class HubSession:
                 future.result()
 
     def _try_open(self, ref: HubRef, role: str) -> None:
-        try:
+        with contextlib.suppress(ModelUnavailableError):
             self.open(ref, role)
-        except ModelUnavailable:
-            pass
 
     def _resolve(self, ref: HubRef) -> ModelFiles:
         if self.policy == "off" or self.offline:
@@ -491,13 +490,13 @@ class HubSession:
             if found is not None:
                 return found
             if self.policy == "off":
-                raise ModelUnavailable(
+                raise ModelUnavailableError(
                     str(ref),
                     Unavailable.OFF,
                     f"{ref} is a hub id and the hub is switched off (hub = \"off\"); it is not in the local caches",
                 )
             # HF_HUB_OFFLINE is the user's own choice not to ask the hub, as hub = "off" is.
-            raise ModelUnavailable(
+            raise ModelUnavailableError(
                 str(ref),
                 Unavailable.OFF,
                 f"HF_HUB_OFFLINE is set and {ref} is not in specprobe's hub cache ({self.cache_root}) nor in the "
@@ -545,12 +544,18 @@ class HubSession:
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             partial.write_bytes(data)
-            os.replace(partial, path)
+            partial.replace(path)
         except OSError:
             return
 
     def _from_caches(self, ref: HubRef) -> ModelFiles | None:
         """``ref`` as an earlier run kept it (specprobe's hub cache), else as ``hf download`` left it."""
+        snapshot = self._hf_snapshot(ref.repo_id, ref.revision or "main")
+        if snapshot is not None and any(p.name.endswith(".safetensors") for p in snapshot.iterdir()):
+            # Downloaded with its weights (`hf download`): every reader, fix and --deep included, can use it.
+            return LocalFiles(
+                snapshot, label=ref.repo_id, commit=snapshot.name, repo_id=ref.repo_id, revision=ref.revision
+            )
         commit: str | None = ref.revision if ref.revision and _COMMIT.match(ref.revision) else None
         if commit is None:
             try:
@@ -590,11 +595,11 @@ class HubSession:
 
     # -- requests --------------------------------------------------------------------------------------
 
-    def unavailable(self, ref: HubRef, error: _HubError) -> ModelUnavailable:
+    def unavailable(self, ref: HubRef, error: _HubError) -> ModelUnavailableError:
         kind = error.kind if error.kind is not None else Unavailable.NOT_EXAMINED
-        return ModelUnavailable(str(ref), kind, error.reason)
+        return ModelUnavailableError(str(ref), kind, error.reason)
 
-    def fetch(
+    def fetch(  # noqa: PLR0917 - one request's coordinates, all needed
         self,
         ref: HubRef,
         commit: str,
@@ -660,7 +665,8 @@ class HubSession:
                 if span is None and declared is not None and declared.isdigit() and int(declared) > max_bytes:
                     raise _HubError(
                         Unavailable.NOT_EXAMINED,
-                        f"{what} of {ref.repo_id} is {declared} bytes, above the {max_bytes}-byte limit specprobe reads",
+                        f"{what} of {ref.repo_id} is {declared} bytes, above the {max_bytes}-byte limit "
+                        "specprobe reads",
                     )
                 chunks: list[bytes] = []
                 received = 0
@@ -732,7 +738,8 @@ def _check_range(response: Any, span: tuple[int, int], ref: HubRef, what: str) -
         match = re.match(r"bytes (\d+)-(\d+)/", content_range)
         if match is None or int(match.group(1)) != begin:
             raise _HubError(
-                Unavailable.NOT_EXAMINED, f"the hub answered a Range read of {what} with Content-Range {content_range!r}"
+                Unavailable.NOT_EXAMINED,
+                f"the hub answered a Range read of {what} with Content-Range {content_range!r}",
             )
         return
     if response.status_code == 200 and begin == 0:

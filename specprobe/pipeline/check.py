@@ -16,7 +16,7 @@ from specprobe.context import CheckContext, Family
 from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
 from specprobe.findings import Finding, Report, SpecprobeError
 from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, ModelConfig, parse_config_bytes, parse_model_config
-from specprobe.modelfiles import HubSession, ModelFiles, ModelUnavailable, locate
+from specprobe.modelfiles import HubSession, ModelFiles, ModelUnavailableError, locate
 from specprobe.rules import (
     compat,
     deep,
@@ -79,11 +79,11 @@ def _hub_findings(ctx: CheckContext) -> Iterable[Finding]:
 
 def _load_target(
     spec: str, hub: HubSession
-) -> tuple[ModelConfig | None, str | None, ModelFiles | None, ModelUnavailable | None]:
+) -> tuple[ModelConfig | None, str | None, ModelFiles | None, ModelUnavailableError | None]:
     """The target's parsed config.json, why it is unusable, where it is, and why the hub could not give it."""
     try:
         files = locate(spec, role="target", hub=hub)
-    except ModelUnavailable as exc:
+    except ModelUnavailableError as exc:
         return None, None, None, exc
     # A config.json given by path (under any file name) is read as written.
     given = expand_user(spec)
@@ -111,7 +111,7 @@ def build_context(
 ) -> CheckContext:
     """Read the drafter (a folder, a hub id ``owner/name[@rev]``, or files already located) and the target.
 
-    A drafter the hub cannot give raises ModelUnavailable; a target it cannot give becomes a HUB-*
+    A drafter the hub cannot give raises ModelUnavailableError; a target it cannot give becomes a HUB-*
     finding of the context (``hub_findings``), as an unreadable target config.json is a finding."""
     hub = hub if hub is not None else HubSession()
     draft_files = draft_dir if isinstance(draft_dir, ModelFiles) else locate(draft_dir, role="draft", hub=hub)
@@ -152,7 +152,8 @@ def build_context(
     if target_files is not None and target_files.commit is not None:
         ctx.commits["target"] = target_files.commit
     if target_missing is not None:
-        ctx.hub_findings.append(hub_rules.unavailable_finding(target_missing, "target", policy=hub.policy, subject=True))
+        finding = hub_rules.unavailable_finding(target_missing, "target", policy=hub.policy, subject=True)
+        ctx.hub_findings.append(finding)
     return ctx
 
 
@@ -194,7 +195,7 @@ def run_check(
         ctx = build_context(
             draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, hub=hub
         )
-    except ModelUnavailable as exc:
+    except ModelUnavailableError as exc:
         report = Report(command="check", subject={"draft": str(draft_dir), "target": target, "engine": engine})
         report.add(hub_rules.unavailable_finding(exc, "draft", policy=hub.policy, subject=True))
         return report

@@ -28,7 +28,7 @@ from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.engines.versions import engine_first
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
-from specprobe.modelfiles import HubRef, HubSession, ModelFiles, ModelUnavailable, Unavailable, hub_ref
+from specprobe.modelfiles import HubRef, HubSession, ModelFiles, ModelUnavailableError, Unavailable, hub_ref
 from specprobe.modelfiles.local import LocalFiles
 from specprobe.pipeline.check import _families, build_context, run_families
 from specprobe.pipeline.lint import LintCache, lint_deployment
@@ -54,7 +54,7 @@ class ModelRef:
     hub_cached: bool = False  # a snapshot of the Hugging Face cache stands for the hub repository
     why_not: str | None = None
     files: ModelFiles | None = None
-    unavailable: ModelUnavailable | None = None
+    unavailable: ModelUnavailableError | None = None
     # What check is given for this model: the folder, or the hub reference with its revision.
     check_spec: str | None = None
 
@@ -141,7 +141,7 @@ def resolve_model(
     if ref is not None:
         try:
             files = (hub if hub is not None else HubSession()).open(ref, role)
-        except ModelUnavailable as exc:
+        except ModelUnavailableError as exc:
             if exc.kind is Unavailable.OFF:
                 return ModelRef(spec, why_not=f"{role} {spec!r}: {exc}; `hf download {ref.repo_id}` lets specprobe "
                                 "read it from the local cache", unavailable=exc)
@@ -160,7 +160,8 @@ def _not_examined(deployment: Deployment, ref: ModelRef, key: str, strict: bool,
     if ref.unavailable is not None and (ref.unavailable.kind is not Unavailable.OFF or hub.policy == "required"):
         # The hub refused or did not answer: HUB-ACCESS (always an error) or HUB-NOT-EXAMINED (by policy;
         # hub = "required" fails even a model left unread by HF_HUB_OFFLINE).
-        return deployment.locate(hub_rules.unavailable_finding(ref.unavailable, key, policy=hub.policy, subject=False), key)
+        finding = hub_rules.unavailable_finding(ref.unavailable, key, policy=hub.policy, subject=False)
+        return deployment.locate(finding, key)
     severity = Severity.WARNING if strict else Severity.INFO
     finding = deploy_rules.NOT_EXAMINED.finding(ref.why_not or ref.spec, location=ref.spec, severity=severity)
     return deployment.locate(finding, key)

@@ -165,6 +165,14 @@ def _size(count: int) -> str:
 def run(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.deep:
         return
+    if ctx.checkpoint.files.folder is None:
+        # A drafter read on the hub: only headers and d2t/t2d travel, never the weights --deep scans.
+        yield INCOMPLETE.finding(
+            f"--deep reads tensor data, and specprobe does not download the weights of {ctx.checkpoint.files.label} "
+            "from the hub: no tensor was checked for NaN/zeros",
+            hint=f"run --deep on a local copy (`hf download {ctx.checkpoint.files.label}`)",
+        )
+        return
     truncated = {i.location.split(":")[0] for i in ctx.checkpoint.issues if i.kind == "truncated" and i.location}
     budget = ScanBudget.start()
     unfinished: list[str] = []

@@ -8,7 +8,7 @@ done, and why, so that a gate never passes on a model it did not see.
 from __future__ import annotations
 
 from specprobe.findings import Finding, Severity
-from specprobe.modelfiles import ModelUnavailable, Unavailable
+from specprobe.modelfiles import ModelUnavailableError, Unavailable
 from specprobe.rules import rule
 
 _GATED = "https://huggingface.co/docs/hub/models-gated"
@@ -39,7 +39,7 @@ NOT_EXAMINED = rule(
 POLICY_REQUIRED = "required"
 
 
-def unavailable_finding(error: ModelUnavailable, role: str, *, policy: str, subject: bool) -> Finding:
+def unavailable_finding(error: ModelUnavailableError, role: str, *, policy: str, subject: bool) -> Finding:
     """The finding for ``role`` (draft or target) that could not be read.
 
     Access refused is always an error. Otherwise the hub policy decides: under ``required``, or when the

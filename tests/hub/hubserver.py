@@ -87,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "specprobe-test-hub/1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: the tests read ``served`` instead
 
     def _send(self, code: int, body: bytes | dict[str, Any] | list[Any] = b"", headers: dict[str, str] | None = None) -> None:
