@@ -110,9 +110,10 @@ def test_gated_or_private_without_token_is_never_a_pass(hub, big_drafter, tmp_pa
     assert any(auth == "bearer" for _, _, auth in hub.served.requests)
     # ... and nowhere else: not in any output, format, log or cache file (name or content).
     outputs = [denied.stdout, denied.stderr, allowed.stdout, allowed.stderr]
-    for fmt in ("sarif", "junit", "github", "markdown", "text"):
-        rerun = specprobe([*args[:-1], fmt], hub_env(hub.url, home, HF_TOKEN=TOKEN))
-        outputs += [rerun.stdout, rerun.stderr]
+    if (role, kind) == ("target", "gated"):  # every output format once (each run costs a start-up)
+        for fmt in ("sarif", "junit", "github", "markdown", "text"):
+            rerun = specprobe([*args[:-1], fmt], hub_env(hub.url, home, HF_TOKEN=TOKEN))
+            outputs += [rerun.stdout, rerun.stderr]
     assert not any(TOKEN in text for text in outputs)
     for path in home.rglob("*"):
         assert TOKEN not in str(path)
