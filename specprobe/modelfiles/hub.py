@@ -289,6 +289,12 @@ class HubFiles(ModelFiles):
                     return chunk[begin - start : begin - start + length]
             if name not in self._files:
                 raise FileNotFoundError(f"{name} is not in {self.repo_id}")
+            size = self._files[name]
+            if size is not None:
+                # As a read of a local file: nothing past the end, a short read at it (the reader says so).
+                length = max(0, min(length, size - begin))
+                if length == 0:
+                    return b""
             path = self._cache_path("ranges", name, f"-{begin}-{length}")
             data = self._cached(path, length)
             if data is None:
