@@ -106,7 +106,8 @@ def main() -> None:
           f"({paper / 1e9:.1f} GB of weights on paper) + 1 target")
     print(f"  local folders          {local_s:6.2f} s  (exit {local_rc})")
     print(f"  hub, empty cache       {cold_s:6.2f} s  (exit {cold_rc})  ratio to local {cold_s / local_s:.2f}x")
-    print(f"  hub, HF_HUB_OFFLINE=1  {offline_s:6.2f} s  (exit {offline_rc})  ratio to local {offline_s / local_s:.2f}x")
+    print(f"  hub, HF_HUB_OFFLINE=1  {offline_s:6.2f} s  (exit {offline_rc})  "
+          f"ratio to local {offline_s / local_s:.2f}x")
     print(f"  hub requests: {requests} for {len(listings)} repositories; file list asked at most "
           f"{max(listings.values())}x per repository; {offline_requests} requests offline")
     print(f"  bytes served: {sent / 1e6:.2f} MB in all, {sent / max(1, len(listings)) / 1e3:.0f} kB per repository; "

@@ -90,10 +90,13 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return  # quiet: the tests read ``served`` instead
 
-    def _send(self, code: int, body: bytes | dict[str, Any] | list[Any] = b"", headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, code: int, body: bytes | dict[str, Any] | list[Any] = b"", headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(body).encode() if isinstance(body, dict | list) else body
         self.send_response(code)
-        for key, value in {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})}.items():
+        fields = {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})}
+        for key, value in fields.items():
             self.send_header(key, value)
         self.end_headers()
         if self.command != "HEAD":
@@ -120,7 +123,8 @@ class _Handler(BaseHTTPRequestHandler):
         delay = min(float(repo.settings.get("delay_s", 0)), MAX_DELAY_S)
         if delay > 0:
             self.server.stopping.wait(delay)  # ends early when the server stops
-        allowed = token is not None and (not repo.settings.get("allowed_tokens") or token in repo.settings["allowed_tokens"])
+        granted = repo.settings.get("allowed_tokens")
+        allowed = token is not None and (not granted or token in granted)
         if repo.settings.get("private") and not allowed:
             self._error(404 if token else 401, "RepoNotFound", "Repository not found")
             return None
@@ -180,7 +184,8 @@ class _Handler(BaseHTTPRequestHandler):
         if may_redirect and self.server.redirect_lfs and path.endswith(_LFS_SUFFIXES):
             host, port = self.server.server_address[:2]
             location = f"http://{host}:{port}/_lfs/{owner}/{name}/{repo.sha}/{quote(path)}"
-            self._send(302, b"", {**headers, "Location": location, "X-Linked-Etag": f'"{etag}"', "X-Linked-Size": str(size)})
+            linked = {"Location": location, "X-Linked-Etag": f'"{etag}"', "X-Linked-Size": str(size)}
+            self._send(302, b"", {**headers, **linked})
             return
         start, end, code = 0, size - 1, 200
         wanted = self.headers.get("Range")
@@ -200,7 +205,8 @@ class _Handler(BaseHTTPRequestHandler):
             code = 206
             headers["Content-Range"] = f"bytes {start}-{end}/{size}"
         self.send_response(code)
-        for key, value in {**headers, "Content-Type": "application/octet-stream", "Content-Length": str(end - start + 1)}.items():
+        body = {"Content-Type": "application/octet-stream", "Content-Length": str(end - start + 1)}
+        for key, value in {**headers, **body}.items():
             self.send_header(key, value)
         self.end_headers()
         if self.command == "GET" and end >= start:

@@ -64,7 +64,10 @@ def test_any_listing_answer_parses_or_is_refused_in_one_sentence(raw: bytes) -> 
 @given(
     st.lists(
         st.fixed_dictionaries(
-            {"rfilename": st.text(max_size=30) | st.integers(-(2**63), 2**63), "size": st.integers(-5, 2**64 - 1) | st.none() | st.text()}
+            {
+                "rfilename": st.text(max_size=30) | st.integers(-(2**63), 2**63),
+                "size": st.integers(-5, 2**64 - 1) | st.none() | st.text(),
+            }
         ),
         max_size=10,
     )
