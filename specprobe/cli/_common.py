@@ -27,7 +27,7 @@ R = TypeVar("R")
 # specprobe.reporters because every command module imports this one and the reporters cost about
 # 15 ms to import (`specprobe --help` renders no report); tests/config/test_distribution.py checks
 # that they are the registry's names, in its order.
-FINDINGS_FORMATS: tuple[str, ...] = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
+FINDINGS_FORMATS: tuple[str, ...] = ("text", "concise", "json", "sarif", "junit", "github", "gitlab", "markdown")
 
 
 def format_option(formats: Sequence[str]) -> Any:
@@ -35,6 +35,7 @@ def format_option(formats: Sequence[str]) -> Any:
     return typer.Option(
         "--format",
         "-f",
+        "--output-format",
         metavar="[" + "|".join(formats) + "]",
         help="Output format: " + ", ".join(formats) + " (env SPECPROBE_FORMAT).",
         show_default=False,
@@ -78,6 +79,14 @@ SarifLevelOption = Annotated[
         case_sensitive=False,
     ),
 ]
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Only errors, warnings and the verdict (a pass is one line); no progress on stderr.",
+    ),
+]
 UpdateBaselineOption = Annotated[
     bool, typer.Option("--update-baseline", help="Rewrite the --baseline file with this run's findings.")
 ]
@@ -90,9 +99,14 @@ def use_color(output: Path | None) -> bool:
     return sys.stdout.isatty()
 
 
+# What a pipe or a CI log is wrapped at: a log viewer, a pager and a mail are read at 80 columns.
+PIPE_WIDTH = 80
+
+
 def report_width(output: Path | None) -> int | None:
-    """The width text reports wrap at: ``COLUMNS`` when set, else the terminal's when stdout is one.
-    A pipe, a CI log or ``--output FILE`` is not wrapped: one finding per line stays greppable."""
+    """The width text reports wrap at: ``COLUMNS`` when set, else the terminal's when stdout is one,
+    else (a pipe, a CI log) 80. ``--output FILE`` is not wrapped (a document, not a screen); the
+    ``concise`` format never is (one finding per line stays greppable)."""
     if output is not None:
         return None
     columns = os.environ.get("COLUMNS", "").strip()
@@ -100,7 +114,7 @@ def report_width(output: Path | None) -> int | None:
         return int(columns)
     if sys.stdout.isatty():
         return shutil.get_terminal_size().columns
-    return None
+    return PIPE_WIDTH
 
 
 def fail(message: str) -> typer.Exit:
@@ -192,6 +206,8 @@ def emit(
     baseline: Path | None = None,
     update_baseline: bool = False,
     sarif_level: Severity | None = None,
+    quiet: bool = False,
+    next_steps: Callable[[Report], list[str]] | None = None,
 ) -> None:
     """Apply configuration and baseline, render ``report`` in the chosen format, write it, and exit
     by the policy in findings.py (``strict`` or the configuration's ``fail-on = "warning"``: warnings
@@ -206,12 +222,19 @@ def emit(
     )
     warnings_fail = strict or settings.fail_on is Severity.WARNING
     report = replace(report, fail_on=Severity.WARNING if warnings_fail else Severity.ERROR)
+    if not report.ok:
+        # Asked only of a failing run: the fix planner reads the drafter again, which a pass never needs.
+        from specprobe.cli._next import why_step
+
+        found = next_steps(report) if next_steps is not None else []
+        report.next_steps = [*report.next_steps, *found, *why_step(report)]
     from specprobe.reporters import REPORTERS  # start-up: see FINDINGS_FORMATS
 
     reporter = REPORTERS[chosen](
         color=use_color(output) and chosen == "text",
         width=report_width(output) if chosen == "text" else None,
         sarif_level=sarif_level or settings.sarif_level or Severity.WARNING,
+        quiet=quiet,
     )
     write_output(reporter.render(report), output)
     if chosen == "github":
@@ -219,7 +242,7 @@ def emit(
 
         append_step_summary(report)
     code = exit_code(report)
-    if output is not None or chosen != "text":
+    if output is not None or chosen not in {"text", "concise"}:
         # The verdict goes to stderr so that stdout stays a clean document.
         summary = report.summary
         typer.echo(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,11 +13,26 @@ from specprobe.cli._common import (
     ConfigOption,
     FormatOption,
     OutputOption,
+    QuietOption,
     StrictOption,
     UpdateBaselineOption,
     cannot_run_guard,
     emit,
 )
+
+if TYPE_CHECKING:
+    from specprobe.findings import Report
+
+
+def _fix_steps(draft: Path, target: str | None) -> Callable[[Report], list[str]]:
+    """The `specprobe fix --plan` next step, asked of the planner only when the run fails."""
+
+    def steps(report: Report) -> list[str]:
+        from specprobe.cli._next import check_steps
+
+        return check_steps(draft, target)(report)
+
+    return steps
 
 
 def register(app: typer.Typer) -> None:
@@ -54,6 +70,7 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
         baseline: BaselineOption = None,
         update_baseline: UpdateBaselineOption = False,
+        quiet: QuietOption = False,
     ) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
         from specprobe.config import exact_configured
@@ -72,4 +89,6 @@ def register(app: typer.Typer) -> None:
             config=config,
             baseline=baseline,
             update_baseline=update_baseline,
+            quiet=quiet,
+            next_steps=_fix_steps(draft_dir, target),
         )

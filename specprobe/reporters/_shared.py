@@ -5,15 +5,19 @@ root, counts and annotation limits. Whether a finding fails the run is the repor
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from specprobe.baseline import relative_path, repository_root
 from specprobe.findings import Finding, Report
+from specprobe.untrusted.files import UntrustedInputError, read_bounded
 from specprobe.untrusted.text import terminal
 
 # Subject keys that name an input file or folder, in the order a fallback location prefers them.
 _SUBJECT_PATH_KEYS = ("file", "path", "manifest", "draft", "target")
+# A drafter's config.json is a few KB; one larger is not searched for a key's line.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 def subject_label(report: Report) -> str:
@@ -105,6 +109,53 @@ def artifact_path(finding: Finding, report: Report, root: Path | None = None) ->
                 if inner.is_file() and folder.resolve() in inner.resolve().parents:
                     return terminal(_from_root(str(inner), root))
         return terminal(_from_root(value, root))
+    return None
+
+
+def _from_cwd(path: Path) -> str:
+    """``path`` as a person at the working directory types it: relative when inside it, else absolute."""
+    absolute = Path(os.path.normpath(Path.cwd() / path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+# "KEY": at the start of a JSON member (config.json keys are plain identifiers).
+_MEMBER = '"{key}"\\s*:'
+
+
+def _key_line(file: Path, key: str) -> int | None:
+    """The line of ``"key":`` in a drafter's config.json, for a finding that names the key. Read
+    through the bounded reader; a file that cannot be read simply has no line."""
+    try:
+        text = read_bounded(file, max_bytes=MAX_CONFIG_BYTES, what="config.json").decode("utf-8", "replace")
+    except (UntrustedInputError, OSError):
+        return None
+    found = re.search(_MEMBER.format(key=re.escape(key)), text)
+    return text.count("\n", 0, found.start()) + 1 if found else None
+
+
+def place(finding: Finding, report: Report) -> str | None:
+    """Where a person opens the file a finding is about: ``path:line`` relative to the working
+    directory (the finding's own file and line; else the file of the examined drafter or target
+    folder that its location names, with the line of a config.json key), or the examined folder;
+    None for a bare command line."""
+    if finding.file is not None:
+        where = _from_cwd(Path(finding.file))
+        return terminal(f"{where}:{finding.line}" if finding.line else where)
+    for key in _SUBJECT_PATH_KEYS:
+        value: Any = report.subject.get(key)
+        if not (isinstance(value, str) and value and Path(value).exists()):
+            continue
+        folder = Path(value)
+        head, _, rest = (finding.location or "").partition(":")
+        if head and folder.is_dir():
+            inner = folder / head
+            if inner.is_file() and folder.resolve() in inner.resolve().parents:
+                line = _key_line(inner, rest) if head == "config.json" and rest.isidentifier() else None
+                return terminal(_from_cwd(inner) + (f":{line}" if line else ""))
+        return terminal(_from_cwd(folder))
     return None
 
 
