@@ -79,12 +79,22 @@ SarifLevelOption = Annotated[
         case_sensitive=False,
     ),
 ]
+def _quiet(value: bool) -> bool:
+    """``--quiet`` is known before the command body runs: no progress is drawn from its first step."""
+    if value:
+        from specprobe.progress import set_quiet
+
+        set_quiet(True)
+    return value
+
+
 QuietOption = Annotated[
     bool,
     typer.Option(
         "--quiet",
         "-q",
         help="Only errors, warnings and the verdict (a pass is one line); no progress on stderr.",
+        callback=_quiet,
     ),
 ]
 UpdateBaselineOption = Annotated[
@@ -134,6 +144,30 @@ def cannot_run_guard(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except SpecprobeError as exc:
             raise fail(str(exc)) from None
+
+    return wrapper
+
+
+# The libraries of the smoke extra (pyproject.toml); a command that needs one names the extra, never
+# a ModuleNotFoundError.
+SMOKE_EXTRA_MODULES = frozenset({"torch", "transformers", "safetensors", "tokenizers", "matplotlib", "tqdm"})
+
+
+def needs_smoke_extra(func: Callable[P, R]) -> Callable[P, R]:
+    """A missing library of the smoke extra is one line and exit 2, with the install command."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").split(".", 1)[0]
+            if missing not in SMOKE_EXTRA_MODULES:
+                raise
+            raise fail(
+                f"`specprobe {func.__name__}` needs {missing}, from the smoke extra: "
+                "pip install torch && pip install 'specprobe[smoke]' (or .[smoke] in a checkout)"
+            ) from None
 
     return wrapper
 

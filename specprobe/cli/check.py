@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -75,11 +76,13 @@ def register(app: typer.Typer) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
         from specprobe.config import exact_configured
         from specprobe.pipeline.check import run_check
+        from specprobe.progress import progress
 
         exact = exact or exact_configured(config, [draft_dir])
-        report = run_check(
-            draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, exact=exact
-        )
+        with progress("exact mode: the release's own draft model code") if exact else nullcontext():
+            report = run_check(
+                draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, exact=exact
+            )
         emit(
             report,
             fmt,

@@ -65,8 +65,11 @@ def install_command(
 ) -> None:
     """Install one engine release into the cache (resolved as on its release day); prints its interpreter."""
     from specprobe.engines.provision import install, parse_release
+    from specprobe.progress import progress
 
-    done = install(parse_release(spec, cpu=not cuda))
+    release = parse_release(spec, cpu=not cuda)
+    with progress(f"installing {release.name} (a few minutes)"):
+        done = install(release)
     typer.echo(str(done.python))
 
 

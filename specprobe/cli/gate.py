@@ -136,8 +136,10 @@ def _gate(
 
     if exact or exact_configured(config, [Path(p) for p in given]):
         from specprobe.pipeline.exact import exact_for_deployments
+        from specprobe.progress import progress
 
-        exact_for_deployments(report, deployments, spec)
+        with progress("exact mode: each release's own draft model code"):
+            exact_for_deployments(report, deployments, spec)
     if fix_plan:
         from specprobe.fix.gate import fix_plan_findings
 

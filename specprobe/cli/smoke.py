@@ -12,7 +12,14 @@ from typing import Annotated
 
 import typer
 
-from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
+from specprobe.cli._common import (
+    FormatOption,
+    OutputOption,
+    StrictOption,
+    cannot_run_guard,
+    emit,
+    needs_smoke_extra,
+)
 from specprobe.findings import SpecprobeError
 
 
@@ -32,6 +39,7 @@ def register(app: typer.Typer) -> None:
     app.command("smoke", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(smoke)
 
 
+@needs_smoke_extra
 @cannot_run_guard
 def smoke(
     command: Annotated[

@@ -25,6 +25,7 @@ from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag
 from specprobe.deploy.model import Deployment, parse_speculative
+from specprobe.deploy.quoting import quoting_hint
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
@@ -187,7 +188,12 @@ def _lint_vllm(command: ServeCommand, schema: EngineSchema, result: LintResult) 
     settings = parse_speculative(command)
     where = command.spellings.get("--speculative-config", "--speculative-config")
     if settings.problem is not None:
-        problem = rules.SPEC_CONFIG_JSON.finding(settings.problem, location=where, key="--speculative-config")
+        problem = rules.SPEC_CONFIG_JSON.finding(
+            settings.problem,
+            location=where,
+            key="--speculative-config",
+            hint=quoting_hint(command.get("--speculative-config"), where),
+        )
         result.findings.append(problem)
     if not settings.given:
         result.findings.append(rules.NO_SPECULATION.finding("no --speculative-config: speculative decoding is off"))
