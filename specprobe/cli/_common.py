@@ -36,7 +36,7 @@ def format_option(formats: Sequence[str]) -> Any:
         "--format",
         "-f",
         "--output-format",
-        metavar="[" + "|".join(formats) + "]",
+        metavar="FORMAT",
         help="Output format: " + ", ".join(formats) + " (env SPECPROBE_FORMAT).",
         show_default=False,
     )
@@ -127,11 +127,25 @@ def report_width(output: Path | None) -> int | None:
     return PIPE_WIDTH
 
 
+def stderr_width() -> int | None:
+    """The width notes and errors on stderr wrap at: the terminal's (``COLUMNS`` first) when stderr is
+    one; else None, one line each, as logs and callers that read the error keep them."""
+    if not sys.stderr.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns
+
+
 def fail(message: str) -> typer.Exit:
     """Print one line to stderr and return the exit for 'could not run' (2).
 
-    The message often quotes a path or value the user gave: escaped, it stays one line."""
-    typer.echo(f"specprobe: error: {terminal(message)}", err=True)
+    The message often quotes a path or value the user gave: escaped, it stays one line (a terminal
+    gets it broken between words at its width; a log keeps the line whole)."""
+    from specprobe.columns import wrap
+
+    typer.echo("\n".join(wrap(f"specprobe: error: {terminal(message)}", stderr_width(), hang="    ")), err=True)
     return typer.Exit(int(ExitCode.CANNOT_RUN))
 
 

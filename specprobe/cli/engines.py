@@ -50,9 +50,16 @@ def list_command(
     typer.echo(f"engine cache: {engines_dir()}")
     if not rows:
         typer.echo("  (empty) - specprobe engines install vllm==0.32.0")
+    from specprobe.cli._common import report_width
+
+    width = report_width(None)
     for row in rows:
         state = "ok" if row["ok"] else "unfinished"
-        typer.echo(f"  {row['name']:<22} {state:<10} {row['bytes'] / 2**30:6.1f} GiB  {row['python']}")
+        line = f"  {row['name']:<22} {state:<10} {row['bytes'] / 2**30:6.1f} GiB  {row['python']}"
+        if width is not None and len(line) > width:
+            # Narrow: the interpreter on a line of its own, where a long path may still pass the width.
+            line = line[: line.index(" GiB") + 4] + f"\n      {row['python']}"
+        typer.echo(line)
 
 
 @engines_app.command("install")

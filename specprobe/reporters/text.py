@@ -8,8 +8,8 @@ Under ``quiet`` both show only what fails or warns and the verdict: a pass is on
 from __future__ import annotations
 
 import io
-import re
 
+from specprobe.columns import wrap_spans
 from specprobe.findings import Finding, Report, Severity
 from specprobe.reporters._shared import place, sections
 from specprobe.reporters.base import Reporter
@@ -17,9 +17,6 @@ from specprobe.untrusted.text import terminal
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _HEADING = {Severity.ERROR: "Errors", Severity.WARNING: "Warnings", Severity.INFO: "Info"}
-# A word and the spaces after it: lines break only between words, never inside one (a URL or a path
-# longer than the width stays whole on a line of its own).
-_WORD = re.compile(r"\S+\s*")
 
 
 def _subject_line(report: Report) -> str:
@@ -105,31 +102,6 @@ def _lines(report: Report, quiet: bool = False) -> list[list[Segment]]:
         lines += _severity_groups(report, findings, "", quiet)
     lines.append([])
     return lines + _verdict(report)
-
-
-def wrap_spans(text: str, width: int | None) -> list[tuple[int, int, str]]:
-    """(start, end, prefix) slices of ``text`` that fit ``width``: breaks only between words, and
-    continuation lines are indented four past the line's own indent so a finding stays readable as
-    one block. A word longer than the width stays whole on a line of its own. None, or a width too
-    small to be useful: the line as it is."""
-    lead = len(text) - len(text.lstrip(" "))
-    if width is None or len(text) <= width or width < lead + 24:
-        return [(0, len(text), "")]
-    prefix = " " * (lead + 4)
-    lines: list[tuple[int, int]] = []
-    start = end = -1
-    for word in _WORD.finditer(text, lead):
-        word_end = word.start() + len(word.group().rstrip())
-        if start < 0:
-            start, end = 0, word_end  # the first line keeps its indent
-            continue
-        used = end - start + (len(prefix) if lines else 0)
-        if used + (word_end - end) > width:
-            lines.append((start, end))
-            start = word.start()
-        end = word_end
-    lines.append((start, end))
-    return [(s, e, prefix if index else "") for index, (s, e) in enumerate(lines)]
 
 
 class TextReporter(Reporter):
