@@ -288,9 +288,10 @@ def emit(
     if chosen == "github":
         from specprobe.reporters.github import append_step_summary
 
-        append_step_summary(report)
+        append_step_summary(report, quiet=quiet)
     code = exit_code(report)
-    if output is not None or chosen not in {"text", "concise"}:
+    if (output is not None or chosen not in {"text", "concise"}) and not (quiet and chosen == "github"):
+        # (The github format states its verdict on stdout already: under --quiet that one line is all.)
         # The verdict goes to stderr so that stdout stays a clean document.
         summary = report.summary
         typer.echo(
