@@ -41,7 +41,12 @@ def list_command(
             }
         )
     if fmt == "json":
-        typer.echo(json.dumps({"engines_dir": str(engines_dir()), "engines": rows}, indent=2))
+        from specprobe.findings import Report
+
+        # The envelope every command's JSON has (specprobe/data/report.schema.json), the list its payload.
+        payload = {"engines_dir": str(engines_dir()), "engines": rows}
+        report = Report(command="engines", subject={"action": "list"}, extra=payload)
+        typer.echo(json.dumps(report.to_json_dict(), indent=2))
         return
     if fmt != "text":
         from specprobe.findings import SpecprobeError
