@@ -149,8 +149,14 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(int(ExitCode.CANNOT_RUN))
 
 
+# The libraries of the smoke extra (pyproject.toml): a command that needs one and does not find it
+# names the extra, never a ModuleNotFoundError.
+SMOKE_EXTRA_MODULES = frozenset({"torch", "transformers", "safetensors", "tokenizers", "matplotlib", "tqdm"})
+
+
 def cannot_run_guard(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn SpecprobeError (bad arguments, missing paths, engine crash) into one line and exit 2."""
+    """Turn SpecprobeError (bad arguments, missing paths, engine crash) and a missing library of the
+    smoke extra into one line and exit 2."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -158,29 +164,13 @@ def cannot_run_guard(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except SpecprobeError as exc:
             raise fail(str(exc)) from None
-
-    return wrapper
-
-
-# The libraries of the smoke extra (pyproject.toml); a command that needs one names the extra, never
-# a ModuleNotFoundError.
-SMOKE_EXTRA_MODULES = frozenset({"torch", "transformers", "safetensors", "tokenizers", "matplotlib", "tqdm"})
-
-
-def needs_smoke_extra(func: Callable[P, R]) -> Callable[P, R]:
-    """A missing library of the smoke extra is one line and exit 2, with the install command."""
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return func(*args, **kwargs)
         except ModuleNotFoundError as exc:
             missing = (exc.name or "").split(".", 1)[0]
             if missing not in SMOKE_EXTRA_MODULES:
                 raise
             raise fail(
-                f"`specprobe {func.__name__}` needs {missing}, from the smoke extra: "
-                "pip install torch && pip install 'specprobe[smoke]' (or .[smoke] in a checkout)"
+                f"this needs {missing}, from the smoke extra: pip install torch && pip install 'specprobe[smoke]' "
+                "(or '.[smoke]' in a checkout)"
             ) from None
 
     return wrapper

@@ -120,13 +120,13 @@ def _matrix(
     ]
     pairing = pairings[0]
     internal: list[Finding] = []
-    try:
-        evaluated = [(each, evaluate(entries, each)) for each in pairings]
-    except Exception as exc:  # a bug in the evaluation is an INTERNAL-ERROR finding (exit 2), never a pass
-        from specprobe.rules.internal import internal_error
+    from specprobe.rules.internal import guarded
 
-        internal.append(internal_error("the compatibility matrix", exc))
-        evaluated = []
+    # A bug in the evaluation is an INTERNAL-ERROR finding (exit 2), never a pass.
+    judged, crash = guarded("the compatibility matrix", lambda: [(each, evaluate(entries, each)) for each in pairings])
+    evaluated = judged or []
+    if crash is not None:
+        internal.append(crash)
     verdicts = [verdict for _, found in evaluated for verdict in found]
     subject: dict[str, str | None] = {
         "engine": engine if len(pairings) > 1 else pairing.engine_label,

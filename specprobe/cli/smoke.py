@@ -12,14 +12,7 @@ from typing import Annotated
 
 import typer
 
-from specprobe.cli._common import (
-    FormatOption,
-    OutputOption,
-    StrictOption,
-    cannot_run_guard,
-    emit,
-    needs_smoke_extra,
-)
+from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
 from specprobe.findings import SpecprobeError
 
 
@@ -39,7 +32,6 @@ def register(app: typer.Typer) -> None:
     app.command("smoke", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(smoke)
 
 
-@needs_smoke_extra
 @cannot_run_guard
 def smoke(
     command: Annotated[

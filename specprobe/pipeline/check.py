@@ -6,6 +6,7 @@ bounded chunks under ``deep``) are read; nothing is imported from the checkpoint
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,7 +30,7 @@ from specprobe.rules import (
     vocab,
     within_lifecycle,
 )
-from specprobe.rules.internal import internal_error
+from specprobe.rules.internal import guarded
 from specprobe.schema.store import known_versions, latest_version
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
@@ -118,23 +119,23 @@ def build_context(
     )
 
 
+def _collect(family: Family, ctx: CheckContext) -> list[Finding]:
+    return list(family(ctx))
+
+
 def run_families(ctx: CheckContext, families: Iterable[Family], report: Report) -> None:
     """Run each family in order; a crash in one becomes an INTERNAL-ERROR finding (the command then
     exits 2, never 0) and the other families still run."""
     for family in families:
-        found: list[Finding] = []
-        try:
-            # Collected first: a family that raises half-way must not leave half its findings behind
-            # looking like a complete verdict.
-            found = list(family(ctx))
-        except Exception as exc:  # a bug in a rule must not hide the other families' findings
-            where = getattr(family, "__module__", repr(family))
-            finding = internal_error(where, exc)
-            ctx.notes.append(finding.message)
-            report.add(finding)
-            sys.stderr.write(f"specprobe: {finding.message}\n")
+        # Collected whole: a family that raises half-way leaves no half verdict behind.
+        where = getattr(family, "__module__", repr(family))
+        found, crash = guarded(where, functools.partial(_collect, family, ctx))
+        if crash is not None:
+            ctx.notes.append(crash.message)
+            report.add(crash)
+            sys.stderr.write(f"specprobe: {crash.message}\n")
             continue
-        report.extend(found)
+        report.extend(found or [])
 
 
 def run_check(

@@ -32,7 +32,7 @@ from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks
 from specprobe.rules import lint as rules
 from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
-from specprobe.rules.internal import internal_error
+from specprobe.rules.internal import guarded
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
 from specprobe.schema.store import known_versions, load_snapshot
@@ -425,16 +425,19 @@ def lint_deployment(
         raise SpecprobeError(f"deployment {deployment.name} has no serve command to lint")
     version = deployment.engine.version
     schema, snapshot_note = cache.snapshot(command.engine, version)
-    try:
+
+    def lint() -> LintResult:
         if command.engine == "vllm":
-            result = LintResult()
-            _lint_vllm(command, schema, result)
-        else:
-            target_path = deployment.resolve_path(deployment.target or command.model)
-            local_target = target_path if target_path is not None and exists(target_path) else command.model
-            result = _lint_sglang(command, schema, version, local_target)
-    except Exception as exc:  # a bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass
-        result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
+            linted = LintResult()
+            _lint_vllm(command, schema, linted)
+            return linted
+        target_path = deployment.resolve_path(deployment.target or command.model)
+        local_target = target_path if target_path is not None and exists(target_path) else command.model
+        return _lint_sglang(command, schema, version, local_target)
+
+    # A bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass.
+    linted, crash = guarded(f"lint of the {command.engine} command", lint)
+    result = linted if linted is not None else LintResult(findings=[crash] if crash else [])
     # The matrix's CPU-platform entries (compat_matrix/platform.yaml) are about vLLM's CPU MLA backend;
     # VLLM_MLA_DISABLE=1 makes vLLM run an MLA target with its ordinary attention (config/model.py use_mla).
     mla_off = command.env.get("VLLM_MLA_DISABLE", "0").strip() not in ("", "0")
@@ -458,11 +461,10 @@ def lint_deployment(
             engine=engine_label, method=result.method, target=target, draft=draft, features=frozenset(result.features)
         )
         matrix_line = deployment.source.line_of("method", "speculative", "command")
-        try:
-            verdicts = cache.evaluate(pairing)
-        except Exception as exc:  # same contract for the matrix step
-            findings.append(internal_error("the compatibility matrix", exc))
-            verdicts = []
+        evaluated, crash = guarded("the compatibility matrix", lambda: cache.evaluate(pairing))
+        verdicts = evaluated or []
+        if crash is not None:
+            findings.append(crash)
         for verdict in verdicts:
             if verdict.match is Match.APPLIES:
                 verdict_line = verdict_finding(verdict, f"{engine_label}: ")
