@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from specprobe.checkpoint.folder import draft_folder, load_checkpoint
+from specprobe.checkpoint.folder import Checkpoint, draft_folder, load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
 from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
@@ -32,6 +32,7 @@ from specprobe.rules import (
 )
 from specprobe.rules.internal import guarded
 from specprobe.schema.store import known_versions, latest_version
+from specprobe.untrusted.files import expand_user, is_dir
 
 __all__ = ["ENGINE_NAMES", "CheckContext", "Family", "build_context", "parse_engine", "run_check"]
 
@@ -70,12 +71,23 @@ def _families() -> list[Family]:
             deep.run, compat.run]
 
 
-def _load_target(spec: str) -> tuple[ModelConfig | None, str | None]:
-    path = resolve_config_path(spec)
+def _load_target(spec: str) -> tuple[ModelConfig | None, str | None, Checkpoint | None]:
+    """The target's config (or why it cannot be read) and, for a local folder, its checkpoint (config.json
+    and safetensors headers): read once here, so the rules that need the target's tensor names read
+    neither file again."""
+    folder = expand_user(spec)
+    if is_dir(folder):
+        try:
+            checkpoint = load_checkpoint(folder)
+        except OSError:
+            checkpoint = None
+        if checkpoint is not None and checkpoint.config_raw is not None:
+            return parse_model_config(checkpoint.config_raw), None, checkpoint
+    path = resolve_config_path(spec)  # a config.json path, a cached hub id, or a folder whose config fails
     try:
-        return parse_model_config(load_config_json(path)), None
+        return parse_model_config(load_config_json(path)), None, None
     except ConfigError as exc:
-        return None, f"target {spec}: {exc}"
+        return None, f"target {spec}: {exc}", None
 
 
 def build_context(
@@ -90,7 +102,7 @@ def build_context(
     draft_path = draft_folder(draft_dir)
     engines, explicit = parse_engine(engine)
     engine_spec = parse_engine_spec(engine) if engine is not None else None
-    target_config, target_error = _load_target(target) if target else (None, None)
+    target_config, target_error, target_checkpoint = _load_target(target) if target else (None, None, None)
     try:
         checkpoint = load_checkpoint(draft_path)
     except OSError as exc:
@@ -112,6 +124,7 @@ def build_context(
         draft_raw=checkpoint.config_raw,
         target_spec=target,
         target_error=target_error,
+        target_checkpoint=target_checkpoint,
         engine_explicit=explicit,
         engine_spec=engine_spec,
         device=device.strip().lower() if device else None,
