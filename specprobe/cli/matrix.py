@@ -88,7 +88,7 @@ def _matrix(
     from specprobe.compat.evaluate import evaluate
     from specprobe.compat.model import Entry
     from specprobe.compat.subjects import build_pairing, classify_draft, classify_target, parse_features
-    from specprobe.rules.compat import method_unavailable_findings, verdict_finding
+    from specprobe.rules.compat import matrix_findings
 
     chosen = _format(fmt)
     entries = [e for e in _entries(matrix) if isinstance(e, Entry)]
@@ -143,8 +143,7 @@ def _matrix(
     report.extend(internal)
     for each, found in evaluated:
         prefix = f"{each.engine_label}: " if len(pairings) > 1 else ""
-        report.extend(verdict_finding(v, prefix) for v in found)
-        report.extend(method_unavailable_findings([each], found))
+        report.extend(matrix_findings(each, found, prefix=prefix, method_named=True, definite_only=False))
     if chosen == "markdown":
         label = ", ".join(f"{k}={v}" for k, v in subject.items() if v)
         write_output(render.render_verdicts_markdown(verdicts, label), output)

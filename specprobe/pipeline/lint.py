@@ -20,7 +20,7 @@ from packaging.version import Version
 from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
 from specprobe.compat.evaluate import evaluate
 from specprobe.compat.loader import load_matrix
-from specprobe.compat.model import Entry, Match, Pairing, Verdict
+from specprobe.compat.model import Entry, Pairing, Verdict
 from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag
@@ -31,7 +31,7 @@ from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
 from specprobe.rules import lint as rules
 from specprobe.rules import within_lifecycle
-from specprobe.rules.compat import verdict_finding
+from specprobe.rules.compat import matrix_findings
 from specprobe.rules.internal import guarded
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
@@ -465,12 +465,11 @@ def lint_deployment(
         verdicts = evaluated or []
         if crash is not None:
             findings.append(crash)
-        for verdict in verdicts:
-            if verdict.match is Match.APPLIES:
-                verdict_line = verdict_finding(verdict, f"{engine_label}: ")
-                if deployment.file is not None:
-                    verdict_line.line = matrix_line
-                findings.append(verdict_line)
+        # LINT-METHOD has judged the method against the release's schema already: no method step here.
+        for verdict_line in matrix_findings(pairing, verdicts, prefix=f"{engine_label}: "):
+            if deployment.file is not None:
+                verdict_line.line = matrix_line
+            findings.append(verdict_line)
     # A rule whose engine range (or status) puts it outside the release linted says nothing here.
     judged = [(command.engine, version or schema.version)]
     return [deployment.locate(f) for f in within_lifecycle(findings, judged)], engine_label
