@@ -11,7 +11,7 @@ from typing import Any
 
 from specprobe.baseline import relative_path, repository_root
 from specprobe.findings import Finding, Report
-from specprobe.untrusted.files import UntrustedInputError, read_bounded
+from specprobe.untrusted.files import UntrustedInputError, exists, is_dir, is_file, read_bounded
 from specprobe.untrusted.text import terminal
 
 # Subject keys that name an input file or folder, in the order a fallback location prefers them.
@@ -96,19 +96,26 @@ def artifact_path(finding: Finding, report: Report, root: Path | None = None) ->
     root = (root if root is not None else repository_root()).resolve()
     if finding.file is not None:
         return terminal(_from_root(finding.file, root))
+    examined = examined_file(finding, report)
+    return terminal(_from_root(str(examined), root)) if examined is not None else None
+
+
+def examined_file(finding: Finding, report: Report) -> Path | None:
+    """For a finding without a file of its own: the file of the examined folder its location names
+    (``model.safetensors:d2t`` in check, ``demo/draft/model.safetensors:d2t`` in lint), else the folder
+    or file the report examined; None for a bare command line. The subject is what the user typed, so
+    a name the OS refuses (too long, a NUL byte) is no place rather than an error."""
     for key in _SUBJECT_PATH_KEYS:
         value: Any = report.subject.get(key)
-        if not (isinstance(value, str) and value and Path(value).exists()):
+        if not (isinstance(value, str) and value and exists(Path(value))):
             continue
-        # "model.safetensors:d2t" (check) or "demo/draft/model.safetensors:d2t" (lint) names a file in
-        # the examined folder: point at that file rather than the folder.
         head = (finding.location or "").split(":", 1)[0]
         folder = Path(value)
-        if head and folder.is_dir():
+        if head and is_dir(folder):
             for inner in (folder / head, Path(head)):
-                if inner.is_file() and folder.resolve() in inner.resolve().parents:
-                    return terminal(_from_root(str(inner), root))
-        return terminal(_from_root(value, root))
+                if is_file(inner) and folder.resolve() in inner.resolve().parents:
+                    return inner
+        return folder
     return None
 
 
@@ -144,19 +151,12 @@ def place(finding: Finding, report: Report) -> str | None:
     if finding.file is not None:
         where = _from_cwd(Path(finding.file))
         return terminal(f"{where}:{finding.line}" if finding.line else where)
-    for key in _SUBJECT_PATH_KEYS:
-        value: Any = report.subject.get(key)
-        if not (isinstance(value, str) and value and Path(value).exists()):
-            continue
-        folder = Path(value)
-        head, _, rest = (finding.location or "").partition(":")
-        if head and folder.is_dir():
-            inner = folder / head
-            if inner.is_file() and folder.resolve() in inner.resolve().parents:
-                line = _key_line(inner, rest) if head == "config.json" and rest.isidentifier() else None
-                return terminal(_from_cwd(inner) + (f":{line}" if line else ""))
-        return terminal(_from_cwd(folder))
-    return None
+    examined = examined_file(finding, report)
+    if examined is None:
+        return None
+    head, _, key = (finding.location or "").partition(":")
+    line = _key_line(examined, key) if examined.name == "config.json" == head and key.isidentifier() else None
+    return terminal(_from_cwd(examined) + (f":{line}" if line else ""))
 
 
 def counts_line(report: Report) -> str:
