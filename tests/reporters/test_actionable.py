@@ -111,3 +111,23 @@ def test_check_findings_point_into_the_drafter_folder(tmp_path: Path, monkeypatc
     result = runner.invoke(app, ["check", "draft", "--target", "target", "--engine", "vllm==0.33.0", "-q"])
     line = next(line for line in result.stdout.splitlines() if "VOCAB-D2T-RANGE" in line)
     assert line.strip().startswith("draft/model.safetensors: VOCAB-D2T-RANGE")
+
+
+def test_a_failing_gate_names_the_fix_plan_of_the_deployment_it_can_repair(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    make_target(tmp_path / "target")
+    make_draft(tmp_path / "draft", DraftSpec(draft_format="eagle3"))  # LlamaForCausalLM: SGLang loads no draft
+    script = tmp_path / "serve.sh"
+    script.write_text(
+        "# image: lmsysorg/sglang:v0.5.23\n"
+        "python -m sglang.launch_server --model-path ./target --speculative-algorithm EAGLE3 "
+        "--speculative-draft-model-path ./draft\n"
+    )
+    result = runner.invoke(app, ["gate", "serve.sh", "--engine", "sglang==0.5.23"])
+    assert result.exit_code == 1
+    steps = [line for line in result.stdout.splitlines() if line.startswith("next: ")]
+    assert len(steps) == 1
+    command = shlex.split(steps[0].removeprefix("next: "))
+    assert command[:2] == ["specprobe", "fix"] and command[-1] == "--plan"
+    assert command[command.index("--engine") + 1] == "sglang==0.5.23"
+    assert runner.invoke(app, command[1:]).exit_code == 0
