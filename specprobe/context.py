@@ -42,6 +42,8 @@ class CheckContext:
     draft_raw: dict[str, Any] | None = None
     target_spec: str | None = None
     target_error: str | None = None
+    # A local target folder read once (config.json and safetensors headers); None for a hub id.
+    target_checkpoint: Checkpoint | None = None
     engine_explicit: bool = False
     engine_spec: EngineSpec | None = None
     device: str | None = None

@@ -188,6 +188,10 @@ class Report:
     # The mildest severity that fails this run: ERROR, or WARNING under --strict, --fail-on warning
     # or ``fail-on = "warning"`` in the configuration. Set once by the command before reporting.
     fail_on: Severity = Severity.ERROR
+    # What to run next, for a person reading a failing (or empty --fix-plan) run: each a whole line
+    # such as ``specprobe fix D --target T --engine vllm==0.33.0 --plan``. Set by the command, which
+    # asks the planner that can answer (fix), never guessed by a reporter.
+    next_steps: list[str] = field(default_factory=list)
 
     def add(self, finding: Finding) -> None:
         self.findings.append(finding)
@@ -240,6 +244,8 @@ class Report:
             data.setdefault("deployments", [section.to_json_dict() for section in self.sections])
         if self.suppressed:
             data.setdefault("suppressed", dict(self.suppressed))
+        if self.next_steps:
+            data.setdefault("next_steps", list(self.next_steps))
         return data
 
 

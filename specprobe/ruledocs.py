@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from specprobe import __version__
+from specprobe.columns import wrap, wrap_block
 from specprobe.rules import Rule, RuleStatus
 
 REPOSITORY_URL = "https://github.com/specprobe/specprobe"
@@ -109,18 +110,19 @@ class RuleExplanation:
             lines.append(("applies to", str(rule.applies_to)))
         return lines
 
-    def text(self) -> str:
-        """The terminal page."""
+    def text(self, width: int | None = None) -> str:
+        """The terminal page, its prose laid out at ``width`` (None: each paragraph on one line)."""
         rule = self.rule
         lines = [f"{rule.id}  ({rule.family}, default severity {rule.severity.value})"]
         lines += [f"{label.capitalize()}: {value}" for label, value in self._lifecycle()]
-        lines += ["", rule.description]
+        lines += ["", *wrap(rule.description, width)]
         if rule.why:
-            lines += ["", "Why:", textwrap.fill(rule.why, 100, initial_indent="  ", subsequent_indent="  ")]
+            lines += ["", "Why:", *wrap_block(rule.why, width, indent="  ")]
         if rule.fix:
-            lines += ["", "How to fix:", textwrap.fill(rule.fix, 100, initial_indent="  ", subsequent_indent="  ")]
+            lines += ["", "How to fix:", *wrap_block(rule.fix, width, indent="  ")]
         lines += ["", "Evidence:", *(f"  {url}" for url in rule.evidence)]
-        lines += ["", f"Docs: {self.docs_url}"]
+        # The link alone on its line: a terminal can open it whatever its width.
+        lines += ["", "Docs:", f"  {self.docs_url}"]
         return "\n".join(lines) + "\n"
 
     def to_json_dict(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ R = TypeVar("R")
 # specprobe.reporters because every command module imports this one and the reporters cost about
 # 15 ms to import (`specprobe --help` renders no report); tests/config/test_distribution.py checks
 # that they are the registry's names, in its order.
-FINDINGS_FORMATS: tuple[str, ...] = ("text", "json", "sarif", "junit", "github", "gitlab", "markdown")
+FINDINGS_FORMATS: tuple[str, ...] = ("text", "concise", "json", "sarif", "junit", "github", "gitlab", "markdown")
 
 
 def format_option(formats: Sequence[str]) -> Any:
@@ -35,7 +35,8 @@ def format_option(formats: Sequence[str]) -> Any:
     return typer.Option(
         "--format",
         "-f",
-        metavar="[" + "|".join(formats) + "]",
+        "--output-format",
+        metavar="FORMAT",
         help="Output format: " + ", ".join(formats) + " (env SPECPROBE_FORMAT).",
         show_default=False,
     )
@@ -78,6 +79,24 @@ SarifLevelOption = Annotated[
         case_sensitive=False,
     ),
 ]
+def _quiet(value: bool) -> bool:
+    """``--quiet`` is known before the command body runs: no progress is drawn from its first step."""
+    if value:
+        from specprobe.progress import set_quiet
+
+        set_quiet(True)
+    return value
+
+
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet",
+        "-q",
+        help="Only errors, warnings and the verdict (a pass is one line); no progress on stderr.",
+        callback=_quiet,
+    ),
+]
 UpdateBaselineOption = Annotated[
     bool, typer.Option("--update-baseline", help="Rewrite the --baseline file with this run's findings.")
 ]
@@ -90,9 +109,14 @@ def use_color(output: Path | None) -> bool:
     return sys.stdout.isatty()
 
 
+# What a pipe or a CI log is wrapped at: a log viewer, a pager and a mail are read at 80 columns.
+PIPE_WIDTH = 80
+
+
 def report_width(output: Path | None) -> int | None:
-    """The width text reports wrap at: ``COLUMNS`` when set, else the terminal's when stdout is one.
-    A pipe, a CI log or ``--output FILE`` is not wrapped: one finding per line stays greppable."""
+    """The width text reports wrap at: ``COLUMNS`` when set, else the terminal's when stdout is one,
+    else (a pipe, a CI log) 80. ``--output FILE`` is not wrapped (a document, not a screen); the
+    ``concise`` format never is (one finding per line stays greppable)."""
     if output is not None:
         return None
     columns = os.environ.get("COLUMNS", "").strip()
@@ -100,19 +124,39 @@ def report_width(output: Path | None) -> int | None:
         return int(columns)
     if sys.stdout.isatty():
         return shutil.get_terminal_size().columns
-    return None
+    return PIPE_WIDTH
+
+
+def stderr_width() -> int | None:
+    """The width notes and errors on stderr wrap at: the terminal's (``COLUMNS`` first) when stderr is
+    one; else None, one line each, as logs and callers that read the error keep them."""
+    if not sys.stderr.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns
 
 
 def fail(message: str) -> typer.Exit:
     """Print one line to stderr and return the exit for 'could not run' (2).
 
-    The message often quotes a path or value the user gave: escaped, it stays one line."""
-    typer.echo(f"specprobe: error: {terminal(message)}", err=True)
+    The message often quotes a path or value the user gave: escaped, it stays one line (a terminal
+    gets it broken between words at its width; a log keeps the line whole)."""
+    from specprobe.columns import wrap
+
+    typer.echo("\n".join(wrap(f"specprobe: error: {terminal(message)}", stderr_width(), hang="    ")), err=True)
     return typer.Exit(int(ExitCode.CANNOT_RUN))
 
 
+# The libraries of the smoke extra (pyproject.toml): a command that needs one and does not find it
+# names the extra, never a ModuleNotFoundError.
+SMOKE_EXTRA_MODULES = frozenset({"torch", "transformers", "safetensors", "tokenizers", "matplotlib", "tqdm"})
+
+
 def cannot_run_guard(func: Callable[P, R]) -> Callable[P, R]:
-    """Turn SpecprobeError (bad arguments, missing paths, engine crash) into one line and exit 2."""
+    """Turn SpecprobeError (bad arguments, missing paths, engine crash) and a missing library of the
+    smoke extra into one line and exit 2."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -120,6 +164,14 @@ def cannot_run_guard(func: Callable[P, R]) -> Callable[P, R]:
             return func(*args, **kwargs)
         except SpecprobeError as exc:
             raise fail(str(exc)) from None
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").split(".", 1)[0]
+            if missing not in SMOKE_EXTRA_MODULES:
+                raise
+            raise fail(
+                f"this needs {missing}, from the smoke extra: pip install torch && pip install 'specprobe[smoke]' "
+                "(or '.[smoke]' in a checkout)"
+            ) from None
 
     return wrapper
 
@@ -192,6 +244,8 @@ def emit(
     baseline: Path | None = None,
     update_baseline: bool = False,
     sarif_level: Severity | None = None,
+    quiet: bool = False,
+    next_steps: Callable[[Report], list[str]] | None = None,
 ) -> None:
     """Apply configuration and baseline, render ``report`` in the chosen format, write it, and exit
     by the policy in findings.py (``strict`` or the configuration's ``fail-on = "warning"``: warnings
@@ -206,20 +260,28 @@ def emit(
     )
     warnings_fail = strict or settings.fail_on is Severity.WARNING
     report = replace(report, fail_on=Severity.WARNING if warnings_fail else Severity.ERROR)
+    if not report.ok:
+        # Asked only of a failing run: the fix planner reads the drafter again, which a pass never needs.
+        from specprobe.cli._next import why_step
+
+        found = next_steps(report) if next_steps is not None else []
+        report.next_steps = [*report.next_steps, *found, *why_step(report)]
     from specprobe.reporters import REPORTERS  # start-up: see FINDINGS_FORMATS
 
     reporter = REPORTERS[chosen](
         color=use_color(output) and chosen == "text",
         width=report_width(output) if chosen == "text" else None,
         sarif_level=sarif_level or settings.sarif_level or Severity.WARNING,
+        quiet=quiet,
     )
     write_output(reporter.render(report), output)
     if chosen == "github":
         from specprobe.reporters.github import append_step_summary
 
-        append_step_summary(report)
+        append_step_summary(report, quiet=quiet)
     code = exit_code(report)
-    if output is not None or chosen != "text":
+    if (output is not None or chosen not in {"text", "concise"}) and not (quiet and chosen == "github"):
+        # (The github format states its verdict on stdout already: under --quiet that one line is all.)
         # The verdict goes to stderr so that stdout stays a clean document.
         summary = report.summary
         typer.echo(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,11 +13,26 @@ from specprobe.cli._common import (
     ConfigOption,
     FormatOption,
     OutputOption,
+    QuietOption,
     StrictOption,
     UpdateBaselineOption,
     cannot_run_guard,
     emit,
 )
+
+if TYPE_CHECKING:
+    from specprobe.findings import Report
+
+
+def _fix_steps(draft: str, target: str | None) -> Callable[[Report], list[str]]:
+    """The `specprobe fix --plan` next step, asked of the planner only when the run fails."""
+
+    def steps(report: Report) -> list[str]:
+        from specprobe.cli._next import check_steps
+
+        return check_steps(draft, target)(report)
+
+    return steps
 
 
 def register(app: typer.Typer) -> None:
@@ -62,20 +79,23 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
         baseline: BaselineOption = None,
         update_baseline: UpdateBaselineOption = False,
+        quiet: QuietOption = False,
     ) -> None:
         """Check a drafter checkpoint (EAGLE-3 formats) from its headers, without loading it."""
         from specprobe.cli._common import local_inputs
         from specprobe.config import exact_configured, hub_configured
         from specprobe.modelfiles import HubSession
         from specprobe.pipeline.check import run_check
+        from specprobe.progress import progress
 
         # A hub id is no folder to look for a configuration beside: the working directory's applies.
         inputs = local_inputs([draft_dir])
         exact = exact or exact_configured(config, inputs)
         hub = HubSession(policy=hub_configured(config, inputs))
-        report = run_check(
-            draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, exact=exact, hub=hub
-        )
+        with progress("exact mode: the release's own draft model code") if exact else nullcontext():
+            report = run_check(
+                draft_dir, target=target, engine=engine, method=method, deep=deep, device=device, exact=exact, hub=hub
+            )
         emit(
             report,
             fmt,
@@ -85,4 +105,6 @@ def register(app: typer.Typer) -> None:
             config=config,
             baseline=baseline,
             update_baseline=update_baseline,
+            quiet=quiet,
+            next_steps=_fix_steps(draft_dir, target),
         )

@@ -12,6 +12,7 @@ from specprobe.cli._common import (
     OutputOption,
     cannot_run_guard,
     format_option,
+    report_width,
     resolve_format,
     use_color,
     write_output,
@@ -74,13 +75,16 @@ def register(app: typer.Typer) -> None:
             )
             text = json.dumps(envelope.to_json_dict(), indent=2) + "\n"
         else:
+            from specprobe.columns import wrap
             from specprobe.reporters import REPORTERS
 
-            reporter = REPORTERS["text"](color=use_color(output))
+            width = report_width(output)
+            reporter = REPORTERS["text"](color=use_color(output), width=width)
             parts = []
             for title, report in sections:
                 label = f": {report.subject.get('draft')}" if title.endswith("drafter") else ""
-                parts.append(f"== {title}{label}\n{reporter.render(report)}\n")
-            text = "".join(parts) + result.verdict + "\n"
+                heading = "\n".join(wrap(f"== {title}{label}", width, hang="   "))
+                parts.append(f"{heading}\n{reporter.render(report)}\n")
+            text = "".join(parts) + "\n".join(wrap(result.verdict, width, hang="    ")) + "\n"
         write_output(text, output)
         raise typer.Exit(0 if result.as_expected else 1)

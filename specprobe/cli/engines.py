@@ -41,7 +41,12 @@ def list_command(
             }
         )
     if fmt == "json":
-        typer.echo(json.dumps({"engines_dir": str(engines_dir()), "engines": rows}, indent=2))
+        from specprobe.findings import Report
+
+        # The envelope every command's JSON has (specprobe/data/report.schema.json), the list its payload.
+        payload = {"engines_dir": str(engines_dir()), "engines": rows}
+        report = Report(command="engines", subject={"action": "list"}, extra=payload)
+        typer.echo(json.dumps(report.to_json_dict(), indent=2))
         return
     if fmt != "text":
         from specprobe.findings import SpecprobeError
@@ -50,9 +55,16 @@ def list_command(
     typer.echo(f"engine cache: {engines_dir()}")
     if not rows:
         typer.echo("  (empty) - specprobe engines install vllm==0.32.0")
+    from specprobe.cli._common import report_width
+
+    width = report_width(None)
     for row in rows:
         state = "ok" if row["ok"] else "unfinished"
-        typer.echo(f"  {row['name']:<22} {state:<10} {row['bytes'] / 2**30:6.1f} GiB  {row['python']}")
+        line = f"  {row['name']:<22} {state:<10} {row['bytes'] / 2**30:6.1f} GiB  {row['python']}"
+        if width is not None and len(line) > width:
+            # Narrow: the interpreter on a line of its own, where a long path may still pass the width.
+            line = line[: line.index(" GiB") + 4] + f"\n      {row['python']}"
+        typer.echo(line)
 
 
 @engines_app.command("install")
@@ -65,8 +77,11 @@ def install_command(
 ) -> None:
     """Install one engine release into the cache (resolved as on its release day); prints its interpreter."""
     from specprobe.engines.provision import install, parse_release
+    from specprobe.progress import progress
 
-    done = install(parse_release(spec, cpu=not cuda))
+    release = parse_release(spec, cpu=not cuda)
+    with progress(f"installing {release.name} (a few minutes)"):
+        done = install(release)
     typer.echo(str(done.python))
 
 

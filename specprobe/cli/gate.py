@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -13,11 +14,17 @@ from specprobe.cli._common import (
     ConfigOption,
     FormatOption,
     OutputOption,
+    QuietOption,
     SarifLevelOption,
     UpdateBaselineOption,
     cannot_run_guard,
     emit,
 )
+
+if TYPE_CHECKING:
+    from specprobe.deploy.model import Deployment
+    from specprobe.engines.spec import EngineSpec
+    from specprobe.findings import Report
 
 
 class FailOn(StrEnum):
@@ -96,6 +103,7 @@ def _gate(
             "--fix-plan", help="Also list, per deployment, the `specprobe fix` command that repairs its drafter."
         ),
     ] = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Gate deployments before they ship: lint each launch, check each local drafter (with its target),
     and add the compatibility-matrix verdicts; what cannot be examined here is reported."""
@@ -131,12 +139,19 @@ def _gate(
     )
     if exact or exact_configured(config, [Path(p) for p in given]):
         from specprobe.pipeline.exact import exact_for_deployments
+        from specprobe.progress import progress
 
-        exact_for_deployments(report, deployments, spec, hub=hub)
+        with progress("exact mode: each release's own draft model code"):
+            exact_for_deployments(report, deployments, spec, hub=hub)
     if fix_plan:
         from specprobe.fix.gate import fix_plan_findings
 
-        report.extend(fix_plan_findings(deployments, spec))
+        planned = fix_plan_findings(deployments, spec)
+        report.extend(planned)
+        if not planned:
+            report.next_steps.append(
+                "fix-plan: no deployment has a local drafter that `specprobe fix` can repair for its release"
+            )
     emit(
         report,
         fmt,
@@ -147,7 +162,20 @@ def _gate(
         baseline=baseline,
         update_baseline=update_baseline,
         sarif_level=sarif_level,
+        quiet=quiet,
+        next_steps=None if fix_plan else _fix_steps(deployments, spec),
     )
+
+
+def _fix_steps(deployments: list[Deployment], spec: EngineSpec | None) -> Callable[[Report], list[str]]:
+    """The `specprobe fix --plan` next steps, asked of the planner only when the gate fails."""
+
+    def steps(report: Report) -> list[str]:
+        from specprobe.cli._next import gate_steps
+
+        return gate_steps(deployments, spec)(report)
+
+    return steps
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,7 @@ from specprobe.cli._common import (
     ConfigOption,
     FormatOption,
     OutputOption,
+    QuietOption,
     StrictOption,
     UpdateBaselineOption,
     cannot_run_guard,
@@ -62,6 +63,7 @@ def _lint(
     config: ConfigOption = None,
     baseline: BaselineOption = None,
     update_baseline: UpdateBaselineOption = False,
+    quiet: QuietOption = False,
 ) -> None:
     """Lint a `vllm serve` or `sglang.launch_server` command against the engine's schema snapshot and the
     compatibility matrix; with --dry-run also against the engine's own configuration code (nothing is
@@ -78,8 +80,10 @@ def _lint(
     else:
         from specprobe.engines._probe import release_of
         from specprobe.pipeline.dryrun import findings, run_dry_run
+        from specprobe.progress import progress
 
-        result = run_dry_run(argv, python=python, device=device, timeout_s=timeout)
+        with progress("dry run in the engine's interpreter"):
+            result = run_dry_run(argv, python=python, device=device, timeout_s=timeout)
         # The interpreter's own version is the one to lint against, and a CPU build serves on CPU only.
         release = release_of(result.version)
         report = lint_command(
@@ -97,10 +101,21 @@ def _lint(
         from specprobe.deploy.model import deployment_from_argv
         from specprobe.engines.spec import parse_optional_engine_spec
         from specprobe.pipeline.exact import exact_for_deployments
+        from specprobe.progress import progress
 
         deployment = deployment_from_argv(argv)
-        exact_for_deployments(report, [deployment], parse_optional_engine_spec(engine, allow_range=False), hub=hub)
-    emit(report, fmt, output, strict=strict, config=config, baseline=baseline, update_baseline=update_baseline)
+        with progress("exact mode: the release's own draft model code"):
+            exact_for_deployments(report, [deployment], parse_optional_engine_spec(engine, allow_range=False), hub=hub)
+    emit(
+        report,
+        fmt,
+        output,
+        strict=strict,
+        config=config,
+        baseline=baseline,
+        update_baseline=update_baseline,
+        quiet=quiet,
+    )
 
 
 def register(app: typer.Typer) -> None:

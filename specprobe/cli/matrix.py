@@ -88,7 +88,7 @@ def _matrix(
     from specprobe.compat.evaluate import evaluate
     from specprobe.compat.model import Entry
     from specprobe.compat.subjects import build_pairing, classify_draft, classify_target, parse_features
-    from specprobe.rules.compat import method_unavailable_findings, verdict_finding
+    from specprobe.rules.compat import matrix_findings
 
     chosen = _format(fmt)
     entries = [e for e in _entries(matrix) if isinstance(e, Entry)]
@@ -120,13 +120,13 @@ def _matrix(
     ]
     pairing = pairings[0]
     internal: list[Finding] = []
-    try:
-        evaluated = [(each, evaluate(entries, each)) for each in pairings]
-    except Exception as exc:  # a bug in the evaluation is an INTERNAL-ERROR finding (exit 2), never a pass
-        from specprobe.rules.internal import internal_error
+    from specprobe.rules.internal import guarded
 
-        internal.append(internal_error("the compatibility matrix", exc))
-        evaluated = []
+    # A bug in the evaluation is an INTERNAL-ERROR finding (exit 2), never a pass.
+    judged, crash = guarded("the compatibility matrix", lambda: [(each, evaluate(entries, each)) for each in pairings])
+    evaluated = judged or []
+    if crash is not None:
+        internal.append(crash)
     verdicts = [verdict for _, found in evaluated for verdict in found]
     subject: dict[str, str | None] = {
         "engine": engine if len(pairings) > 1 else pairing.engine_label,
@@ -143,8 +143,7 @@ def _matrix(
     report.extend(internal)
     for each, found in evaluated:
         prefix = f"{each.engine_label}: " if len(pairings) > 1 else ""
-        report.extend(verdict_finding(v, prefix) for v in found)
-        report.extend(method_unavailable_findings([each], found))
+        report.extend(matrix_findings(each, found, prefix=prefix, method_named=True, definite_only=False))
     if chosen == "markdown":
         label = ", ".join(f"{k}={v}" for k, v in subject.items() if v)
         write_output(render.render_verdicts_markdown(verdicts, label), output)

@@ -82,5 +82,5 @@ def register(app: typer.Typer) -> None:
         elif chosen == "markdown":
             text = explanation.page()
         else:
-            text = explanation.text()
+            text = explanation.text(report_width(output))
         write_output(text, output)

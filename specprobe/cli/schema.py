@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from specprobe.cli._common import OutputOption, cannot_run_guard, resolve_format, use_color, write_output
+from specprobe.cli._common import (
+    OutputOption,
+    cannot_run_guard,
+    report_width,
+    resolve_format,
+    stderr_width,
+    use_color,
+    write_output,
+)
+from specprobe.columns import wrap
 from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.findings import Report, SpecprobeError
 
@@ -80,6 +89,7 @@ def _show(
     output: Path | None,
     timeout: float,
     use_cache: bool,
+    verbose: bool = False,
 ) -> None:
     from specprobe.schema.live import resolve_schema
 
@@ -87,7 +97,8 @@ def _show(
     resolution = resolve_schema(engine, python=python, version=spec.version, timeout_s=timeout, use_cache=use_cache)
     schema = resolution.schema
     if resolution.note:
-        typer.echo(f"specprobe: {resolution.note}", err=True)
+        note = wrap(f"specprobe: {resolution.note}", stderr_width(), hang="    ")
+        typer.echo("\n".join(note), err=True)
     if field is not None and field not in schema.parameters:
         close = difflib.get_close_matches(field, list(schema.parameters), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -114,10 +125,14 @@ def _show(
 
         text = render_markdown(schema)
     else:
-        # rich is imported only for the table output.
         from specprobe.schema.render import render_field, render_text
 
-        text = render_field(schema, field, color=color) if field else render_text(schema, color=color)
+        width = report_width(output)
+        text = (
+            render_field(schema, field, color=color, width=width)
+            if field
+            else render_text(schema, color=color, width=width, verbose=verbose)
+        )
     write_output(text, output)
 
 
@@ -165,7 +180,7 @@ def _diff(args: list[str], python: Path | None, fmt: str, output: Path | None, t
     elif fmt == "markdown":
         text = render_diff_markdown(result)
     else:
-        text = render_diff_text(result)
+        text = render_diff_text(result, report_width(output))
     write_output(text, output)
 
 
@@ -234,6 +249,10 @@ def register(app: typer.Typer) -> None:
             float, typer.Option("--timeout", help="Seconds the engine probe may take.", min=1)
         ] = 300.0,
         no_cache: Annotated[bool, typer.Option("--no-cache", help="Probe again even when cached.")] = False,
+        verbose: Annotated[
+            bool,
+            typer.Option("--verbose", "-v", help="Text: the whole provenance, the CLI flags and internal parameters."),
+        ] = False,
     ) -> None:
         history_options = {"method": method, "draft_arch": draft_arch, "target_gate": target_gate}
         if engine == "history":
@@ -259,4 +278,5 @@ def register(app: typer.Typer) -> None:
             output=output,
             timeout=timeout,
             use_cache=not no_cache,
+            verbose=verbose,
         )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.deploy import rules
+from specprobe.deploy.dockerfile import final_image
 from specprobe.deploy.launch import (
     ContainerRun,
     container_deployments,
@@ -19,6 +20,7 @@ from specprobe.deploy.launch import (
 from specprobe.deploy.model import Deployment
 from specprobe.deploy.yamlsource import LineDict, LineList, block_first_line
 from specprobe.findings import Finding
+from specprobe.untrusted.files import UntrustedInputError, read_bounded
 
 # Compose interpolation: $$ escapes, ${VAR}, ${VAR:-default}, ${VAR-default}, $VAR
 # (https://docs.docker.com/reference/compose-file/interpolation/).
@@ -130,6 +132,38 @@ def _device(service: LineDict) -> str | None:
     return "cuda" if "gpu" in text or "nvidia" in text else None
 
 
+# A Dockerfile is a few KB; one larger is not read for its FROM line.
+_MAX_DOCKERFILE_BYTES = 1024 * 1024
+
+
+def _built_image(service: LineDict, base_dir: Path, dotenv: dict[str, str]) -> str | None:
+    """The image a service without ``image:`` is built from: its ``build`` Dockerfile's final ``FROM``,
+    with ``build.args`` (interpolated from .env) replacing the Dockerfile's ARG defaults."""
+    build = service.get("build")
+    if isinstance(build, str):
+        context, dockerfile, raw_args = build, "Dockerfile", None
+    elif isinstance(build, dict):
+        context = build.get("context", ".")
+        dockerfile = build.get("dockerfile", "Dockerfile")
+        raw_args = build.get("args")
+    else:
+        return None
+    if not isinstance(context, str) or not isinstance(dockerfile, str):
+        return None
+    args: dict[str, str] = {}
+    if isinstance(raw_args, dict):
+        args = {str(k): interpolate(str(v), dotenv) for k, v in raw_args.items() if v is not None}
+    elif isinstance(raw_args, list):
+        pairs = (str(item).partition("=") for item in raw_args)
+        args = {name: interpolate(value, dotenv) for name, has, value in pairs if has}
+    path = base_dir / interpolate(context, dotenv) / interpolate(dockerfile, dotenv)
+    try:
+        text = read_bounded(path, max_bytes=_MAX_DOCKERFILE_BYTES, what=str(path)).decode("utf-8", "replace")
+    except (UntrustedInputError, OSError):
+        return None  # a build whose Dockerfile is not here: the image stays unknown, as without build
+    return final_image(text, args)
+
+
 def parse_compose(documents: list[Any], file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
     """Deployments of every service that runs an engine, and findings about the others."""
     root = documents[0]
@@ -144,7 +178,11 @@ def parse_compose(documents: list[Any], file: str, base_dir: Path) -> tuple[list
         env = _environment(service, dotenv)
         scope = {**dotenv, **env}
         image_raw = service.get("image")
-        image = interpolate(image_raw, dotenv) if isinstance(image_raw, str) else None
+        image: str | None
+        if isinstance(image_raw, str):
+            image = interpolate(image_raw, dotenv)
+        else:
+            image = _built_image(service, base_dir, dotenv)
         # Compose interpolates from the shell and .env only; the service's environment is what a shell
         # inside the container sees (`sh -c "... $$VAR"`).
         entrypoint = _words(service, "entrypoint", name, dotenv, problems)

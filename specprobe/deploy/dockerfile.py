@@ -1,6 +1,11 @@
 """A Dockerfile (or Containerfile) whose final stage launches an engine: ``FROM`` gives the image (its
 tag the engine version, its entrypoint what runs), ``ENTRYPOINT``/``CMD`` in exec (JSON) or shell
 form give the command, ``ENV`` the variables a shell form sees.
+
+``ARG`` defaults are expanded where Docker expands them before the image is read: an ``ARG`` before the
+first ``FROM`` in every ``FROM`` line (``ARG VLLM_VERSION=v0.16.0`` / ``FROM vllm/vllm-openai:${VLLM_VERSION}``
+is vLLM 0.16.0), a stage's own ``ARG`` in its ``ENV`` values; build arguments given with the build
+(``--build-arg``, compose's ``build.args``) replace the defaults.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from specprobe.deploy import rules
 from specprobe.deploy.engines import image_entrypoint
 from specprobe.deploy.launch import Search, find_launches, through_entrypoint, to_deployments
 from specprobe.deploy.model import Deployment
+from specprobe.deploy.shell.model import expand as interpolate
 from specprobe.findings import Finding
 
 _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s+(.*)$", re.DOTALL)
@@ -60,19 +66,59 @@ def _command(arguments: str) -> list[str] | None:
     return ["/bin/sh", "-c", arguments]
 
 
-def _env(arguments: str, env: dict[str, str]) -> None:
+def _env(arguments: str, env: dict[str, str], args: dict[str, str] | None = None) -> None:
+    """``ENV`` values, with the stage's ``ARG``s and earlier ``ENV``s expanded as Docker does."""
     try:
         words = shlex.split(arguments)
     except ValueError:
         return
+    scope = {**(args or {}), **env}
     if words and all("=" in w for w in words):
-        env.update(w.split("=", 1) for w in words)  # type: ignore[misc]
+        env.update((name, interpolate(value, scope)) for name, value in (w.split("=", 1) for w in words))
     elif len(words) >= 2:
-        env[words[0]] = " ".join(words[1:])
+        env[words[0]] = interpolate(" ".join(words[1:]), scope)
 
 
-def parse_dockerfile(text: str, file: str, base_dir: Path) -> tuple[list[Deployment], list[Finding]]:
-    """The final stage's launch as a deployment; a malformed ENTRYPOINT/CMD is a finding at its line."""
+def _arg(arguments: str, args: dict[str, str], given: dict[str, str]) -> None:
+    """``ARG NAME[=default]``: the build argument given, else the default (expanded by the ARGs
+    before it); a name with neither stays unset, so a FROM naming it keeps ``${NAME}`` unresolved."""
+    try:
+        words = shlex.split(arguments)
+    except ValueError:
+        return
+    for word in words:
+        name, has_default, default = word.partition("=")
+        if name in given:
+            args[name] = given[name]
+        elif has_default:
+            args[name] = interpolate(default, args)
+
+
+def final_image(text: str, build_args: dict[str, str] | None = None) -> str | None:
+    """The image the final stage is built ``FROM``, ARGs expanded (what a compose ``build:`` runs)."""
+    image: str | None = None
+    given = dict(build_args or {})
+    global_args: dict[str, str] = {}
+    seen_from = False
+    for instruction, arguments, _line in _instructions(text):
+        if instruction == "ARG" and not seen_from:
+            _arg(arguments, global_args, given)
+        elif instruction == "FROM":
+            seen_from = True
+            image = _from_image(arguments, global_args)
+    return image
+
+
+def _from_image(arguments: str, global_args: dict[str, str]) -> str | None:
+    words = [w for w in arguments.split() if not w.startswith("--")]
+    return interpolate(words[0], global_args) if words else None
+
+
+def parse_dockerfile(
+    text: str, file: str, base_dir: Path, build_args: dict[str, str] | None = None
+) -> tuple[list[Deployment], list[Finding]]:
+    """The final stage's launch as a deployment; a malformed ENTRYPOINT/CMD is a finding at its line.
+    ``build_args`` are the build's ``--build-arg`` values, which replace ARG defaults."""
     image: str | None = None
     image_line: int | None = None
     entrypoint: list[str] | None = None
@@ -80,12 +126,20 @@ def parse_dockerfile(text: str, file: str, base_dir: Path) -> tuple[list[Deploym
     lines: dict[str, int] = {}
     env: dict[str, str] = {}
     problems: list[Finding] = []
+    given = dict(build_args or {})
+    # ARGs before the first FROM are usable in every FROM line; a stage's own ARGs only inside it.
+    global_args: dict[str, str] = {}
+    stage_args: dict[str, str] = {}
+    seen_from = False
     for instruction, arguments, line in _instructions(text):
-        if instruction == "FROM":
-            words = [w for w in arguments.split() if not w.startswith("--")]
-            image, image_line, entrypoint, cmd, env = (words[0] if words else None), line, None, None, {}
+        if instruction == "ARG":
+            _arg(arguments, stage_args if seen_from else global_args, given)
+        elif instruction == "FROM":
+            seen_from = True
+            image, image_line, entrypoint, cmd, env = _from_image(arguments, global_args), line, None, None, {}
+            stage_args = {}
         elif instruction == "ENV":
-            _env(arguments, env)
+            _env(arguments, env, stage_args)
         elif instruction in ("ENTRYPOINT", "CMD"):
             value = _command(arguments)
             if value is None:

@@ -1,5 +1,6 @@
-"""`gate --fix-plan`: for each deployment whose drafter `fix` can repair for its engine release, the
-`specprobe fix` command that does it (a FIX-COMMAND finding located at the deployment's draft line)."""
+"""The `specprobe fix` command that repairs a drafter, asked of the planner: for `gate --fix-plan`
+(a FIX-COMMAND finding per deployment, located at its draft line) and for the next step a failing
+`check` or `gate` names."""
 
 from __future__ import annotations
 
@@ -24,22 +25,31 @@ def _folders(deployment: Deployment) -> tuple[str, str] | None:
     return str(draft), target
 
 
-def fix_command(deployment: Deployment) -> str | None:
+def repair_command(draft: str, target: str, engine: str, *, plan: bool = False) -> str | None:
+    """The `specprobe fix ...` command (``--plan`` to show the changes, else ``--out`` a new folder)
+    that makes ``draft`` pass for release ``engine`` (``E==V``), when the planner finds changes and
+    nothing that blocks them; None otherwise (nothing to change, a blocker, arguments it cannot use)."""
+    try:
+        planned = build_plan(draft, target=target, engine=engine)
+    except SpecprobeError:
+        return None
+    if not planned.changes or planned.blockers:
+        return None
+    command = ["specprobe", "fix", draft, "--target", target, "--engine", engine]
+    if plan:
+        return shlex.join([*command, "--plan"])
+    out = f"{draft.rstrip('/')}-fixed-{engine.replace('==', '-')}"
+    return shlex.join([*command, "--out", out])
+
+
+def fix_command(deployment: Deployment, *, plan: bool = False) -> str | None:
     """The `specprobe fix ...` command that makes this deployment's drafter pass for its engine release;
     None when there is nothing local to fix (hub drafter, no exact version) or nothing to change."""
     found = _folders(deployment)
     if found is None or deployment.engine is None or deployment.engine.version is None:
         return None
     draft, target = found
-    engine = f"{deployment.engine.engine}=={deployment.engine.version}"
-    try:
-        plan = build_plan(draft, target=target, engine=engine)
-    except SpecprobeError:
-        return None
-    if not plan.changes or plan.blockers:
-        return None
-    out = f"{draft.rstrip('/')}-fixed-{deployment.engine.engine}-{deployment.engine.version}"
-    return shlex.join(["specprobe", "fix", draft, "--target", target, "--engine", engine, "--out", out])
+    return repair_command(draft, target, f"{deployment.engine.engine}=={deployment.engine.version}", plan=plan)
 
 
 def fix_plan_findings(deployments: Sequence[Deployment], engine: EngineSpec | None) -> list[Finding]:

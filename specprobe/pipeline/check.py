@@ -6,11 +6,12 @@ bounded chunks under ``deep``) are read; nothing is imported from the checkpoint
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.checkpoint.folder import Checkpoint, load_checkpoint
 from specprobe.checkpoint.layout import detect_layout, effective_draft_config
 from specprobe.context import CheckContext, Family
 from specprobe.engines.spec import ENGINE_NAMES, EngineSpec, parse_engine_spec
@@ -31,7 +32,7 @@ from specprobe.rules import (
     within_lifecycle,
 )
 from specprobe.rules import hub as hub_rules
-from specprobe.rules.internal import internal_error
+from specprobe.rules.internal import guarded
 from specprobe.schema.store import known_versions, latest_version
 from specprobe.untrusted.files import UntrustedInputError, expand_user, is_file
 
@@ -79,24 +80,33 @@ def _hub_findings(ctx: CheckContext) -> Iterable[Finding]:
 
 def _load_target(
     spec: str, hub: HubSession
-) -> tuple[ModelConfig | None, str | None, ModelFiles | None, ModelUnavailableError | None]:
-    """The target's parsed config.json, why it is unusable, where it is, and why the hub could not give it."""
+) -> tuple[ModelConfig | None, str | None, ModelFiles | None, ModelUnavailableError | None, Checkpoint | None]:
+    """The target's parsed config.json, why it is unusable, where it is, why the hub could not give it, and
+    for a local folder its checkpoint (config.json and safetensors headers): read once here, so the rules
+    that need the target's tensor names read neither file again. A hub target is read for its config only."""
     try:
         files = locate(spec, role="target", hub=hub)
     except ModelUnavailableError as exc:
-        return None, None, None, exc
+        return None, None, None, exc, None
+    if files.folder is not None:
+        try:
+            checkpoint = load_checkpoint(files)
+        except OSError:
+            checkpoint = None
+        if checkpoint is not None and checkpoint.config_raw is not None:
+            return parse_model_config(checkpoint.config_raw), None, files, None, checkpoint
     # A config.json given by path (under any file name) is read as written.
     given = expand_user(spec)
     name = given.name if files.repo_id is None and is_file(given) else "config.json"
     try:
         data = files.read_file(name, max_bytes=MAX_CONFIG_BYTES)
-        return parse_model_config(parse_config_bytes(data, name).value), None, files, None
+        return parse_model_config(parse_config_bytes(data, name).value), None, files, None, None
     except FileNotFoundError:
-        return None, f"target {spec}: {name} is missing", files, None
+        return None, f"target {spec}: {name} is missing", files, None, None
     except OSError as exc:
-        return None, f"target {spec}: {name} cannot be read: {exc.strerror or exc}", files, None
+        return None, f"target {spec}: {name} cannot be read: {exc.strerror or exc}", files, None, None
     except (UntrustedInputError, ConfigError) as exc:
-        return None, f"target {spec}: {exc}", files, None
+        return None, f"target {spec}: {exc}", files, None, None
 
 
 def build_context(
@@ -117,9 +127,9 @@ def build_context(
     draft_files = draft_dir if isinstance(draft_dir, ModelFiles) else locate(draft_dir, role="draft", hub=hub)
     engines, explicit = parse_engine(engine)
     engine_spec = parse_engine_spec(engine) if engine is not None else None
-    target_config = target_error = target_files = target_missing = None
+    target_config = target_error = target_files = target_missing = target_checkpoint = None
     if target:
-        target_config, target_error, target_files, target_missing = _load_target(target, hub)
+        target_config, target_error, target_files, target_missing, target_checkpoint = _load_target(target, hub)
     try:
         checkpoint = load_checkpoint(draft_files)
     except OSError as exc:
@@ -141,6 +151,7 @@ def build_context(
         draft_raw=checkpoint.config_raw,
         target_spec=target,
         target_error=target_error,
+        target_checkpoint=target_checkpoint,
         engine_explicit=explicit,
         engine_spec=engine_spec,
         device=device.strip().lower() if device else None,
@@ -157,23 +168,23 @@ def build_context(
     return ctx
 
 
+def _collect(family: Family, ctx: CheckContext) -> list[Finding]:
+    return list(family(ctx))
+
+
 def run_families(ctx: CheckContext, families: Iterable[Family], report: Report) -> None:
     """Run each family in order; a crash in one becomes an INTERNAL-ERROR finding (the command then
     exits 2, never 0) and the other families still run."""
     for family in families:
-        found: list[Finding] = []
-        try:
-            # Collected first: a family that raises half-way must not leave half its findings behind
-            # looking like a complete verdict.
-            found = list(family(ctx))
-        except Exception as exc:  # a bug in a rule must not hide the other families' findings
-            where = getattr(family, "__module__", repr(family))
-            finding = internal_error(where, exc)
-            ctx.notes.append(finding.message)
-            report.add(finding)
-            sys.stderr.write(f"specprobe: {finding.message}\n")
+        # Collected whole: a family that raises half-way leaves no half verdict behind.
+        where = getattr(family, "__module__", repr(family))
+        found, crash = guarded(where, functools.partial(_collect, family, ctx))
+        if crash is not None:
+            ctx.notes.append(crash.message)
+            report.add(crash)
+            sys.stderr.write(f"specprobe: {crash.message}\n")
             continue
-        report.extend(found)
+        report.extend(found or [])
 
 
 def run_check(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.argv import ServeCommand, detect_engine, parse_command
+from specprobe.deploy.model import parse_speculative
 from specprobe.engines._probe import find_interpreter, release_of, run_probe, shorten
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.hfconfig import cached_file, looks_like_hub_id
@@ -68,20 +69,12 @@ class DryRunResult:
         }
 
 
-def _json_object(raw: str | None) -> dict[str, Any]:
-    try:
-        parsed = json.loads(raw) if raw else None
-    except json.JSONDecodeError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
 def referenced_models(command: ServeCommand) -> list[str]:
     """The model paths/ids the engine will resolve: target, draft, tokenizer."""
     names = [command.model]
     if command.engine == "vllm":
-        names.append(_json_object(command.get("--speculative-config")).get("model"))
-        names.append(command.get("--speculative-config.model"))
+        # The one parser of the speculative settings: JSON (bounded), dotted form, --spec-model.
+        names.append(parse_speculative(command).values.get("model"))
         names.append(command.get("--tokenizer"))
     else:
         names.append(command.get("--speculative-draft-model-path"))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
+from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target, target_from_model_config
 from specprobe.context import Family
 from specprobe.deploy import rules as deploy_rules
 from specprobe.deploy.engines import resolve_engine_version
@@ -194,6 +194,9 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
             label = str(draft.folder) if draft.folder is not None else str(draft.check_spec)
             info = DraftInfo(label=label, format=context.draft_format, architecture=context.draft_architecture)
             cache.drafts.setdefault(label, info)
+        if target_spec is not None and context.target_checkpoint is not None and context.target_config is not None:
+            # The same for the target: check read its config.json once; the matrix classifies that.
+            cache.targets.setdefault(target_spec, target_from_model_config(context.target_config, target_spec))
     findings = []
     for original in cached:
         finding = replace(original, evidence=list(original.evidence))

@@ -20,11 +20,12 @@ from packaging.version import Version
 from specprobe.compat.engine_facts import auto_resolved_flags, self_drafting_architectures
 from specprobe.compat.evaluate import evaluate
 from specprobe.compat.loader import load_matrix
-from specprobe.compat.model import Entry, Match, Pairing, Verdict
+from specprobe.compat.model import Entry, Pairing, Verdict
 from specprobe.compat.snapshots import StoreSnapshots
 from specprobe.compat.subjects import DraftInfo, TargetInfo, build_pairing
 from specprobe.deploy.argv import ServeCommand, normalise_flag
 from specprobe.deploy.model import Deployment, parse_speculative
+from specprobe.deploy.quoting import quoting_hint
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import (
@@ -38,8 +39,8 @@ from specprobe.hfconfig import (
 from specprobe.modelfiles import ModelFiles
 from specprobe.rules import lint as rules
 from specprobe.rules import within_lifecycle
-from specprobe.rules.compat import verdict_finding
-from specprobe.rules.internal import internal_error
+from specprobe.rules.compat import matrix_findings
+from specprobe.rules.internal import guarded
 from specprobe.schema.jsonschema_export import to_json_schema
 from specprobe.schema.model import EngineSchema
 from specprobe.schema.store import known_versions, load_snapshot
@@ -195,7 +196,12 @@ def _lint_vllm(command: ServeCommand, schema: EngineSchema, result: LintResult) 
     settings = parse_speculative(command)
     where = command.spellings.get("--speculative-config", "--speculative-config")
     if settings.problem is not None:
-        problem = rules.SPEC_CONFIG_JSON.finding(settings.problem, location=where, key="--speculative-config")
+        problem = rules.SPEC_CONFIG_JSON.finding(
+            settings.problem,
+            location=where,
+            key="--speculative-config",
+            hint=quoting_hint(command.get("--speculative-config"), where),
+        )
         result.findings.append(problem)
     if not settings.given:
         result.findings.append(rules.NO_SPECULATION.finding("no --speculative-config: speculative decoding is off"))
@@ -439,20 +445,23 @@ def lint_deployment(
         raise SpecprobeError(f"deployment {deployment.name} has no serve command to lint")
     version = deployment.engine.version
     schema, snapshot_note = cache.snapshot(command.engine, version)
-    try:
+
+    def lint() -> LintResult:
         if command.engine == "vllm":
-            result = LintResult()
-            _lint_vllm(command, schema, result)
-        else:
-            target_path = deployment.resolve_path(deployment.target or command.model)
-            local_target: Path | str | ModelFiles | None = (
-                target_path if target_path is not None and exists(target_path) else command.model
-            )
-            if target_files is not None:
-                local_target = target_files  # read where it is (a hub target through the run's reader)
-            result = _lint_sglang(command, schema, version, local_target)
-    except Exception as exc:  # a bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass
-        result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
+            linted = LintResult()
+            _lint_vllm(command, schema, linted)
+            return linted
+        target_path = deployment.resolve_path(deployment.target or command.model)
+        local_target: Path | str | ModelFiles | None = (
+            target_path if target_path is not None and exists(target_path) else command.model
+        )
+        if target_files is not None:
+            local_target = target_files  # read where it is (a hub target through the run's reader)
+        return _lint_sglang(command, schema, version, local_target)
+
+    # A bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass.
+    linted, crash = guarded(f"lint of the {command.engine} command", lint)
+    result = linted if linted is not None else LintResult(findings=[crash] if crash else [])
     # The matrix's CPU-platform entries (compat_matrix/platform.yaml) are about vLLM's CPU MLA backend;
     # VLLM_MLA_DISABLE=1 makes vLLM run an MLA target with its ordinary attention (config/model.py use_mla).
     mla_off = command.env.get("VLLM_MLA_DISABLE", "0").strip() not in ("", "0")
@@ -476,17 +485,15 @@ def lint_deployment(
             engine=engine_label, method=result.method, target=target, draft=draft, features=frozenset(result.features)
         )
         matrix_line = deployment.source.line_of("method", "speculative", "command")
-        try:
-            verdicts = cache.evaluate(pairing)
-        except Exception as exc:  # same contract for the matrix step
-            findings.append(internal_error("the compatibility matrix", exc))
-            verdicts = []
-        for verdict in verdicts:
-            if verdict.match is Match.APPLIES:
-                verdict_line = verdict_finding(verdict, f"{engine_label}: ")
-                if deployment.file is not None:
-                    verdict_line.line = matrix_line
-                findings.append(verdict_line)
+        evaluated, crash = guarded("the compatibility matrix", lambda: cache.evaluate(pairing))
+        verdicts = evaluated or []
+        if crash is not None:
+            findings.append(crash)
+        # LINT-METHOD has judged the method against the release's schema already: no method step here.
+        for verdict_line in matrix_findings(pairing, verdicts, prefix=f"{engine_label}: "):
+            if deployment.file is not None:
+                verdict_line.line = matrix_line
+            findings.append(verdict_line)
     # A rule whose engine range (or status) puts it outside the release linted says nothing here.
     judged = [(command.engine, version or schema.version)]
     return [deployment.locate(f) for f in within_lifecycle(findings, judged)], engine_label

@@ -9,12 +9,13 @@ from specprobe.reporters.json import JsonReporter
 from specprobe.reporters.junit import JunitReporter
 from specprobe.reporters.markdown import MarkdownReporter
 from specprobe.reporters.sarif import SarifReporter
-from specprobe.reporters.text import TextReporter
+from specprobe.reporters.text import ConciseReporter, TextReporter
 
 REPORTERS: dict[str, type[Reporter]] = {
     reporter.name: reporter
     for reporter in (
         TextReporter,
+        ConciseReporter,
         JsonReporter,
         SarifReporter,
         JunitReporter,

@@ -5,15 +5,19 @@ root, counts and annotation limits. Whether a finding fails the run is the repor
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from specprobe.baseline import relative_path, repository_root
 from specprobe.findings import Finding, Report
+from specprobe.untrusted.files import UntrustedInputError, exists, is_dir, is_file, read_bounded
 from specprobe.untrusted.text import terminal
 
 # Subject keys that name an input file or folder, in the order a fallback location prefers them.
 _SUBJECT_PATH_KEYS = ("file", "path", "manifest", "draft", "target")
+# A drafter's config.json is a few KB; one larger is not searched for a key's line.
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 def subject_label(report: Report) -> str:
@@ -92,20 +96,67 @@ def artifact_path(finding: Finding, report: Report, root: Path | None = None) ->
     root = (root if root is not None else repository_root()).resolve()
     if finding.file is not None:
         return terminal(_from_root(finding.file, root))
+    examined = examined_file(finding, report)
+    return terminal(_from_root(str(examined), root)) if examined is not None else None
+
+
+def examined_file(finding: Finding, report: Report) -> Path | None:
+    """For a finding without a file of its own: the file of the examined folder its location names
+    (``model.safetensors:d2t`` in check, ``demo/draft/model.safetensors:d2t`` in lint), else the folder
+    or file the report examined; None for a bare command line. The subject is what the user typed, so
+    a name the OS refuses (too long, a NUL byte) is no place rather than an error."""
     for key in _SUBJECT_PATH_KEYS:
         value: Any = report.subject.get(key)
-        if not (isinstance(value, str) and value and Path(value).exists()):
+        if not (isinstance(value, str) and value and exists(Path(value))):
             continue
-        # "model.safetensors:d2t" (check) or "demo/draft/model.safetensors:d2t" (lint) names a file in
-        # the examined folder: point at that file rather than the folder.
         head = (finding.location or "").split(":", 1)[0]
         folder = Path(value)
-        if head and folder.is_dir():
+        if head and is_dir(folder):
             for inner in (folder / head, Path(head)):
-                if inner.is_file() and folder.resolve() in inner.resolve().parents:
-                    return terminal(_from_root(str(inner), root))
-        return terminal(_from_root(value, root))
+                if is_file(inner) and folder.resolve() in inner.resolve().parents:
+                    return inner
+        return folder
     return None
+
+
+def _from_cwd(path: Path) -> str:
+    """``path`` as a person at the working directory types it: relative when inside it, else absolute."""
+    absolute = Path(os.path.normpath(Path.cwd() / path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+# "KEY": at the start of a JSON member (config.json keys are plain identifiers).
+_MEMBER = '"{key}"\\s*:'
+
+
+def _key_line(file: Path, key: str) -> int | None:
+    """The line of ``"key":`` in a drafter's config.json, for a finding that names the key. Read
+    through the bounded reader; a file that cannot be read simply has no line."""
+    try:
+        text = read_bounded(file, max_bytes=MAX_CONFIG_BYTES, what="config.json").decode("utf-8", "replace")
+    except (UntrustedInputError, OSError):
+        return None
+    found = re.search(_MEMBER.format(key=re.escape(key)), text)
+    return text.count("\n", 0, found.start()) + 1 if found else None
+
+
+def place(finding: Finding, report: Report) -> str | None:
+    """Where a person opens the file a finding is about: ``path:line`` relative to the working
+    directory (the finding's own file and line; else the file of the examined drafter or target
+    folder that its location names, with the line of a config.json key), or the examined folder;
+    None for a bare command line."""
+    if finding.file is not None:
+        where = _from_cwd(Path(finding.file))
+        return terminal(f"{where}:{finding.line}" if finding.line else where)
+    examined = examined_file(finding, report)
+    if examined is None:
+        return None
+    head, _, key = (finding.location or "").partition(":")
+    line = _key_line(examined, key) if examined.name == "config.json" == head and key.isidentifier() else None
+    return terminal(_from_cwd(examined) + (f":{line}" if line else ""))
 
 
 def counts_line(report: Report) -> str:

@@ -22,7 +22,8 @@ class Reporter(ABC):
     every registered rule with its why/fix filled from the shipped rule docs, read only when a format
     asks for rule metadata), so that tests can render against a fixed catalogue. ``width`` is the
     terminal width formats for people wrap at (None: no wrapping); ``sarif_level`` the mildest
-    severity SARIF keeps as results.
+    severity SARIF keeps as results; ``quiet`` asks the formats for people to show only what
+    fails or warns and the verdict (machine formats ignore it: a document is whole).
     """
 
     name: str
@@ -35,11 +36,13 @@ class Reporter(ABC):
         rules: Mapping[str, Rule] | None = None,
         width: int | None = None,
         sarif_level: Severity = Severity.WARNING,
+        quiet: bool = False,
     ) -> None:
         self.color = color
         self._rules = rules
         self.width = width
         self.sarif_level = sarif_level
+        self.quiet = quiet
 
     @property
     def rules(self) -> Mapping[str, Rule]:

@@ -11,6 +11,9 @@ GitHub shows at most 10 annotations of each type (error, warning, notice) per st
 rest without a word
 (https://github.com/actions/toolkit/blob/457303960f03375db6f033e214b9f90d79c3fe5c/docs/problem-matchers.md#limitations):
 past that, the tenth annotation of a type says how many more there are in the job summary.
+
+Under ``quiet`` (the Action's annotations) info findings are not annotated and a passing run's job
+summary is its verdict line: a passing pull request gets one line, not a notice per info finding.
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class GithubReporter(Reporter):
     def render(self, report: Report) -> str:
         lines: list[str] = []
         findings = report.sorted_findings()
+        if self.quiet:
+            findings = [f for f in findings if f.severity is not Severity.INFO]
         for severity, command in _COMMAND.items():
             group = [f for f in findings if f.severity is severity]
             if len(group) <= ANNOTATION_LIMIT:
@@ -84,15 +89,21 @@ class GithubReporter(Reporter):
         return "\n".join(lines) + "\n"
 
 
-def append_step_summary(report: Report) -> Path | None:
-    """Append the markdown report to ``$GITHUB_STEP_SUMMARY`` when running in GitHub Actions."""
+def append_step_summary(report: Report, *, quiet: bool = False) -> Path | None:
+    """Append the markdown report to ``$GITHUB_STEP_SUMMARY`` when running in GitHub Actions (under
+    ``quiet``, a passing run appends its verdict line only)."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:
         return None
     path = Path(target)
+    if quiet and report.ok:
+        summary = report.summary
+        text = f"specprobe {report.command}: PASS, {summary.errors} error(s), {summary.warnings} warning(s)\n"
+    else:
+        text = MarkdownReporter(quiet=quiet).render(report)
     try:
         with path.open("a", encoding="utf-8") as handle:
-            handle.write(MarkdownReporter().render(report))
+            handle.write(text)
     except OSError as exc:
         raise SpecprobeError(f"cannot append to GITHUB_STEP_SUMMARY {path}: {exc.strerror}") from None
     return path

@@ -177,14 +177,31 @@ def run(
     """Definite matrix verdicts for each engine of the check (possible ones stay in `matrix`)."""
     matrix = [e for e in (entries if entries is not None else load_matrix()) if e.kind not in skip_kinds]
     for pairing, note in pairings_for(ctx):
-        prefix = f"{pairing.engine_label}: {note}"
         verdicts = evaluate(matrix, pairing, snapshots)
-        for verdict in verdicts:
-            if verdict.match is Match.APPLIES:
-                yield verdict_finding(verdict, prefix)
-        if ctx.method is not None:
-            # A method the user named (not the one inferred from the drafter) must exist in that release.
-            yield from method_unavailable_findings([pairing], verdicts, snapshots)
+        # A method the user named (not the one inferred from the drafter) must exist in that release.
+        yield from matrix_findings(
+            pairing, verdicts, prefix=f"{pairing.engine_label}: {note}", method_named=ctx.method is not None,
+            snapshots=snapshots,
+        )  # fmt: skip
+
+
+def matrix_findings(
+    pairing: Pairing,
+    verdicts: Sequence[Verdict],
+    *,
+    prefix: str = "",
+    method_named: bool = False,
+    definite_only: bool = True,
+    snapshots: SnapshotSource | None = None,
+) -> list[Finding]:
+    """The one matrix stage's findings for one pairing, as check, lint and `matrix` report them: a
+    finding per verdict (only the definite ones, ``Match.APPLIES``, unless ``definite_only`` is off, as
+    in `matrix`, which lists the possible ones too), and, when the user named the method, whether the
+    release offers it at all."""
+    found = [verdict_finding(v, prefix) for v in verdicts if not definite_only or v.match is Match.APPLIES]
+    if method_named:
+        found += method_unavailable_findings([pairing], verdicts, snapshots)
+    return found
 
 
 def method_unavailable_findings(

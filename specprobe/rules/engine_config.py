@@ -17,7 +17,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.checkpoint.folder import Checkpoint, load_checkpoint
 from specprobe.context import CheckContext
 from specprobe.engines.facts import answer
 from specprobe.engines.versions import parse_version
@@ -113,8 +113,11 @@ class TargetWeights:
         return sorted(name for name in self.names if name.endswith(suffix))
 
 
-def target_weights(spec: str | None) -> TargetWeights:
-    """The target's tensor names from the safetensors headers (no tensor data is read)."""
+def target_weights(spec: str | None, checkpoint: Checkpoint | None = None) -> TargetWeights:
+    """The target's tensor names from the safetensors headers (no tensor data is read): from
+    ``checkpoint`` when the run has read the target already, else from ``spec``'s folder."""
+    if checkpoint is not None:
+        return TargetWeights(frozenset(checkpoint.tensors) if checkpoint.safetensors_files else None)
     if not spec or not Path(spec).expanduser().is_dir():
         return TargetWeights(None)
     try:
@@ -254,7 +257,7 @@ def run(ctx: CheckContext) -> Iterable[Finding]:
     """`check --target`: the target's config.json as each engine version checked reads it."""
     if ctx.target_config is None:
         return []
-    weights = target_weights(ctx.target_spec)
+    weights = target_weights(ctx.target_spec, ctx.target_checkpoint)
     found: list[Finding] = []
     for engine, version in ctx.engines:
         if engine == "vllm":

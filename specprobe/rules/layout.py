@@ -409,6 +409,32 @@ def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[str, str]:
     return _unresolved(ctx, engine, version, declared=arch, resolved=arch, why=why, registry=None)
 
 
+def loadable_architectures(ctx: CheckContext, engine: str, version: str) -> list[str]:
+    """The architectures this drafter could declare to load as an EAGLE-3 draft on ``engine==version``,
+    read from the same registry ``_resolve`` judges by (vLLM: a registered class whose name vLLM keeps
+    as written, starting or ending with Eagle3; SGLang: its EAGLE-3 draft classes), of the drafter's
+    kind (MLA or not), never the name the drafter declares or vLLM rewrites it to."""
+    registered = _vllm_registry(version)[1] if engine == "vllm" else _sglang_eagle3_classes(version)
+    rejected = {ctx.draft_architecture, _vllm_architecture(ctx, "eagle3") if engine == "vllm" else None}
+    return sorted(
+        name
+        for name in registered
+        if (name.startswith("Eagle3") or name.endswith("Eagle3"))
+        and ("Deepseek" in name) == ctx.layout.mla
+        and name not in rejected
+    )
+
+
+def architecture_hint(ctx: CheckContext, engine: str, version: str) -> str:
+    """LAYOUT-ARCH-UNRESOLVED's hint, derived from the registry its verdict reads: what to declare
+    instead, or that this release registers nothing for this drafter."""
+    names = loadable_architectures(ctx, engine, version)
+    if not names:
+        return f"{engine}=={version} registers no EAGLE-3 draft class for this drafter: serve with another release"
+    offered = ", ".join(names)
+    return f"declare an EAGLE-3 draft class {engine}=={version} registers in config.json architectures: {offered}"
+
+
 def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
     pairs = ", ".join(f"{e}=={v}" for e, v in ctx.engines)
     # A release newer than every one read is judged by the newest facts; the report says which, once,
@@ -441,8 +467,7 @@ def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
             location="config.json:architectures",
             key="config.json:architectures",
             severity=severity,
-            hint="use an architecture the engine registers for EAGLE-3 drafts: LlamaForCausalLMEagle3 loads on both "
-            "engines",
+            hint=architecture_hint(ctx, engine, version),
         )
     if not ctx.layout.mla and ctx.layout.namespaces == ["layers"]:
         for engine, version in ctx.engines:

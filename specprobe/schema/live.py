@@ -65,9 +65,13 @@ def extract_live(
 def snapshot_or_fail(engine: str, version: str | None) -> EngineSchema:
     found = store.load_snapshot(engine, version)
     if found is None:
-        known = ", ".join(store.known_versions(engine)) or "none"
+        versions = store.known_versions(engine)
+        # The range, not every release: `schema history` and `schema diff` list them when asked.
+        known = f"{len(versions)} shipped, {versions[0]} to {versions[-1]}" if versions else "none shipped"
+        nearest = store.nearest_version(engine, version) if version else None
+        near = f", nearest {nearest}" if nearest and nearest != version else ""
         wanted = f"{engine} {version}" if version else engine
-        raise SpecprobeError(f"no snapshot of {wanted} (snapshots: {known}); pass --python to probe an interpreter")
+        raise SpecprobeError(f"no snapshot of {wanted} ({known}{near}); pass --python to probe an interpreter")
     return found
 
 

@@ -1,16 +1,12 @@
-"""Human renderings of an EngineSchema and a SchemaDiff: rich text tables and Markdown."""
+"""Human renderings of an EngineSchema and a SchemaDiff: text laid out at the terminal's width, and
+Markdown."""
 
 from __future__ import annotations
 
-import io
 import json
-import shutil
 from typing import Any
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
-
+from specprobe.columns import wrap, wrap_block
 from specprobe.schema.diff import SchemaDiff
 from specprobe.schema.model import EngineSchema, ParameterSpec
 
@@ -58,12 +54,6 @@ def headline(schema: EngineSchema) -> str:
     return f"{title} {schema.version_label()} ({where})"
 
 
-def _console(buffer: io.StringIO, color: bool) -> Console:
-    # A terminal gets its own width; files and pipes a fixed one, so that output is reproducible.
-    width = shutil.get_terminal_size((140, 24)).columns if color else 140
-    return Console(file=buffer, width=width, force_terminal=color, no_color=not color, highlight=False, soft_wrap=False)
-
-
 def provenance_text(schema: EngineSchema) -> str:
     """Where a schema came from, in one line."""
     facts = schema.provenance
@@ -97,62 +87,65 @@ def fact_lines(schema: EngineSchema) -> list[str]:
     return lines
 
 
-def render_text(schema: EngineSchema, *, color: bool = False) -> str:
-    """Methods by family and the user-settable parameters, as rich tables."""
-    buffer = io.StringIO()
-    console = _console(buffer, color)
-    console.print(f"[bold]{escape(headline(schema))}[/bold]")
-    console.print(f"[dim]{escape(provenance_text(schema))}[/dim]")
-    methods = Table(title="Speculative methods by family", title_justify="left", show_lines=False)
-    methods.add_column("family", style="cyan", no_wrap=True)
-    methods.add_column("methods (declaration order)")
+def _bold(text: str, color: bool) -> str:
+    return f"\x1b[1m{text}\x1b[0m" if color else text
+
+
+def render_text(schema: EngineSchema, *, color: bool = False, width: int | None = None, verbose: bool = False) -> str:
+    """What a user asked first: the speculative methods by family, then the parameters a user sets
+    (each its name, type, default and bound on one line, its description wrapped below), then the
+    facts rules build on; the provenance in one line (all of it, the CLI flags and the internal
+    parameters with ``verbose``). Laid out at ``width`` (None: not wrapped), as lists, so it reads at
+    80 columns as well as at 200."""
+    lines = [_bold(headline(schema), color)]
+    provenance = provenance_text(schema)
+    if verbose:
+        lines += wrap(provenance, width, hang="    ")
+    else:
+        first = provenance.split("; ", 1)[0]
+        lines.append(f"{first} (--verbose: how it was read)" if first else "(--verbose: how it was read)")
+    lines += ["", _bold("Speculative methods", color)]
     for family, members in schema.method_families.items():
-        methods.add_row(family, escape(", ".join(members)))
-    console.print(methods)
+        lines += wrap(", ".join(members), width, indent=f"  {family}: ", hang="      ")
     if schema.reserved_methods:
-        console.print(f"reserved aliases: {escape(', '.join(schema.reserved_methods))}")
-    for line in fact_lines(schema):
-        console.print(escape(line))
-    params = Table(title="User-settable parameters", title_justify="left")
+        lines += wrap(", ".join(schema.reserved_methods), width, indent="  reserved aliases: ", hang="      ")
     # SGLang users type the flag; vLLM users write the key inside --speculative-config.
     by_flag = schema.engine == "sglang"
-    params.add_column("option" if by_flag else "parameter", style="cyan", no_wrap=True)
-    params.add_column("type")
-    params.add_column("default")
-    params.add_column("constraint", no_wrap=True)
-    params.add_column("description")
+    title = "Parameters (flags)" if by_flag else "Parameters (--speculative-config keys)"
+    lines += ["", _bold(title, color)]
     for name, spec in schema.user_parameters().items():
-        params.add_row(
-            escape(spec.flag if by_flag and spec.flag else name),
-            escape(type_text(spec.type)),
-            escape(default_text(spec)),
-            escape(spec.constraint_text()),
-            escape(spec.summary()),
-        )
-    console.print(params)
-    internal = [name for name, spec in schema.parameters.items() if spec.internal]
-    if internal:
-        console.print(f"set by the engine itself (not user-settable): {escape(', '.join(internal))}")
+        shown = spec.flag if by_flag and spec.flag else name
+        head = f"{shown}: {type_text(spec.type)} = {default_text(spec)}"
+        constraint = spec.constraint_text()
+        lines += wrap(head + (f" ({constraint})" if constraint else ""), width, indent="  ", hang="      ")
+        summary = spec.summary()
+        if summary:
+            lines += wrap(summary, width, indent="      ")
+    facts = fact_lines(schema)
     if schema.eagle3_target_supported is not None:
-        console.print(
-            f"EAGLE-3 targets gated by model_type: {escape(', '.join(schema.eagle3_target_supported))}"
-        )
+        facts.append(f"EAGLE-3 targets gated by model_type: {', '.join(schema.eagle3_target_supported)}")
     if schema.draft_architectures:
-        console.print(f"draft architectures in the model registry: {len(schema.draft_architectures)}")
-    flags = [flag for entry in schema.cli_flags for flag in entry.flags]
-    if flags:
-        console.print(f"CLI flags: {escape(', '.join(flags))}")
+        facts.append(f"draft architectures in the model registry: {len(schema.draft_architectures)}")
+    if verbose:
+        internal = [name for name, spec in schema.parameters.items() if spec.internal]
+        if internal:
+            facts.append(f"set by the engine itself (not user-settable): {', '.join(internal)}")
+        flags = [flag for entry in schema.cli_flags for flag in entry.flags]
+        if flags:
+            facts.append(f"CLI flags: {', '.join(flags)}")
+    if facts:
+        lines += ["", _bold("What the rules read", color)]
+        for fact in facts:
+            lines += wrap(fact, width, indent="  ", hang="      ")
     for problem in schema.problems:
-        console.print(f"[yellow]not extracted:[/yellow] {escape(problem)}")
-    return buffer.getvalue()
+        lines += wrap(f"not extracted: {problem}", width, hang="    ")
+    return "\n".join(lines) + "\n"
 
 
-def render_field(schema: EngineSchema, name: str, *, color: bool = False) -> str:
+def render_field(schema: EngineSchema, name: str, *, color: bool = False, width: int | None = None) -> str:
     """One parameter in full: every attribute and the whole description."""
     spec = schema.parameters[name]
-    buffer = io.StringIO()
-    console = _console(buffer, color)
-    console.print(f"[bold]{escape(name)}[/bold]  ({escape(headline(schema))})")
+    lines = [f"{_bold(name, color)}  ({headline(schema)})"]
     rows: list[tuple[str, str]] = [
         ("type", type_text(spec.type, full=True)),
         ("declared as", spec.python_type or ""),
@@ -163,10 +156,10 @@ def render_field(schema: EngineSchema, name: str, *, color: bool = False) -> str
         ("JSON Schema", json.dumps(spec.type)),
     ]
     for label, value in rows:
-        console.print(f"[cyan]{label:>12}[/cyan]  {escape(value)}")
-    console.print()
-    console.print(escape(spec.description or "(no description)"))
-    return buffer.getvalue()
+        lines += wrap(value, width, indent=f"{label:>12}  ", hang=" " * 14)
+    lines.append("")
+    lines += wrap_block(spec.description or "(no description)", width)
+    return "\n".join(lines) + "\n"
 
 
 def _md_cell(text: str) -> str:
@@ -224,7 +217,7 @@ def _diff_sections(result: SchemaDiff) -> list[tuple[str, list[str]]]:
     ]
 
 
-def render_diff_text(result: SchemaDiff) -> str:
+def render_diff_text(result: SchemaDiff, width: int | None = None) -> str:
     title = ENGINE_TITLES.get(result.engine, result.engine)
     lines = [f"{title} {result.old} -> {result.new}"]
     if result.empty:
@@ -232,7 +225,8 @@ def render_diff_text(result: SchemaDiff) -> str:
     for label, items in _diff_sections(result):
         if items:
             lines.append(f"{label} ({len(items)}):")
-            lines += [f"  {item}" for item in items]
+            for item in items:
+                lines += wrap(item, width, indent="  ", hang="      ")
     return "\n".join(lines) + "\n"
 
 

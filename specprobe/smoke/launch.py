@@ -2,20 +2,22 @@
 
 The command is parsed (never run through a shell): leading ``NAME=VALUE`` environment assignments,
 the engine (`vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server ...`,
-`python -m sglang.launch_server ...`, `sglang serve ...`), the model, the speculative settings. It is
+`python -m sglang.launch_server ...`, `sglang serve ...`), the model, and the speculative settings as
+``deploy.model.parse_speculative`` reads them for lint and gate. It is
 then rewritten to run in the engine's own interpreter on a loopback port chosen by specprobe. No
 torch, transformers or engine is imported here.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specprobe.deploy.argv import parse_command
+from specprobe.deploy.model import parse_speculative
+from specprobe.deploy.quoting import quoting_hint
 from specprobe.findings import SpecprobeError
 
 VLLM_CLI_MODULE = "vllm.entrypoints.cli.main"
@@ -136,15 +138,14 @@ def parse_launch(argv: list[str]) -> LaunchCommand:
                 rest = rest[1:]
     args = _without_model(command.engine, _strip(rest, _ADDRESS_FLAGS))
     speculative: dict[str, Any] = {}
-    raw = command.get("--speculative-config")
-    if command.engine == "vllm" and raw is not None:
-        try:
-            loaded = json.loads(raw)
-        except (json.JSONDecodeError, RecursionError):
-            raise SpecprobeError("--speculative-config is not a JSON object") from None
-        if not isinstance(loaded, dict):
-            raise SpecprobeError("--speculative-config is not a JSON object")
-        speculative = loaded
+    if command.engine == "vllm":
+        # The one parser lint, gate and the dry run read too: the JSON (bounded), its dotted form
+        # (--speculative-config.model D) and the --spec-* shorthands, so what is served is what check judged.
+        settings = parse_speculative(command)
+        if settings.problem is not None:
+            raw = command.get("--speculative-config")
+            raise SpecprobeError(f"--speculative-config {settings.problem}; {quoting_hint(raw)}")
+        speculative = settings.values
     return LaunchCommand(
         engine=command.engine,
         model=command.model,

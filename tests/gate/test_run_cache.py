@@ -85,11 +85,11 @@ def test_shared_inputs_are_read_once_per_run(distinct: bool, demo: Path, tmp_pat
         assert len(report.sections or []) == count
         counts[count] = Counter(calls)
         assert calls["load_matrix"] == 1
-        assert calls["classify_target"] == 1
         drafters = count if distinct else 1
         assert calls["build_context"] == drafters
-        # check's reading of the drafter serves the matrix too.
+        # check's reading of the drafter and of the target serves the matrix too.
         assert calls["classify_draft"] == 0
+        assert calls["classify_target"] == 0
     # Snapshots are read per engine version (and per rule family that needs one), not per deployment.
     assert counts[12]["load_snapshot"] == counts[3]["load_snapshot"]
 

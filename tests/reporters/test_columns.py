@@ -103,5 +103,7 @@ def test_report_width_policy(monkeypatch, tmp_path: Path) -> None:
     # A report written to a file is not wrapped, whatever the terminal.
     assert report_width(tmp_path / "report.txt") is None
     monkeypatch.delenv("COLUMNS")
-    # Not a terminal (pytest captures stdout) and no COLUMNS: one finding per line, for grep and logs.
-    assert report_width(None) is None
+    # Not a terminal (pytest captures stdout) and no COLUMNS: a pipe or a CI log is read at 80 columns.
+    assert report_width(None) == 80
+    monkeypatch.setenv("COLUMNS", "132")
+    assert report_width(None) == 132

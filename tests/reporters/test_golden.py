@@ -54,7 +54,7 @@ def test_deployments_report_matches_golden(name: str, strict: bool, tmp_path: Pa
 
 
 def test_every_format_is_registered_under_its_own_name() -> None:
-    assert set(REPORTERS) == {"text", "json", "sarif", "junit", "github", "gitlab", "markdown"}
+    assert set(REPORTERS) == {"text", "concise", "json", "sarif", "junit", "github", "gitlab", "markdown"}
     for name, reporter in REPORTERS.items():
         assert reporter.name == name
         assert reporter.description

@@ -22,9 +22,14 @@ def test_text_shows_methods_by_family_and_parameters():
     assert "vLLM 0.33.0 (snapshot)" in out
     assert "eagle, eagle3" in out
     assert "num_speculative_tokens" in out and "> 0" in out
-    # Engine-internal fields are not in the user table, only named as such.
-    table, _, tail = out.partition("set by the engine itself")
+    # Engine-internal fields are not among the user's parameters; --verbose names them as such.
+    assert "draft_model_config" not in out
+    verbose = invoke("vllm", "--version", "0.33.0", "--verbose").stdout
+    table, _, tail = verbose.partition("set by the engine itself")
     assert "draft_model_config" not in table and "draft_model_config" in tail
+    # What the user asked first: methods, then parameters; the provenance in one line.
+    assert out.index("Speculative methods") < out.index("Parameters") < out.index("num_speculative_tokens")
+    assert "installed_by" not in out and len(out.splitlines()[1]) <= 80
 
 
 def test_json_has_the_contract_keys():

@@ -274,3 +274,48 @@ def test_engine_output_leaving_the_checkpoints_at_confident_positions_is_an_engi
     ):  # fmt: skip
         kept = output_gap_finding(close, output, reference)
         assert kept.rule == "SMOKE-ENGINE-REFERENCE" and "greedy output equals the checkpoint's" in kept.message
+
+
+@pytest.mark.parametrize(
+    "speculative",
+    [
+        ["--speculative-config.method", "eagle3", "--speculative-config.model", "{draft}",
+         "--speculative-config.num_speculative_tokens", "3"],
+        ["--spec-method", "eagle3", "--spec-model", "{draft}", "--spec-tokens", "3"],
+        ["--speculative-config", '{{"method": "eagle3", "model": "{draft}", "num_speculative_tokens": 3}}'],
+    ],
+    ids=["dotted", "shorthand", "json"],
+)  # fmt: skip
+def test_a_drafter_check_refuses_is_never_served_in_any_spelling(
+    speculative: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # smoke --serve reads the speculative settings with the parser lint and gate use: the dotted form and
+    # the --spec-* shorthands name the drafter as the JSON does, so check refuses it before an engine starts.
+    from specprobe.demo.fixtures import DraftSpec
+    from tests.fix.builders import d2t_absolute, make_draft, make_target
+
+    started = tmp_path / "engine-started"
+    body = f"open({str(started)!r}, 'w').close()\nimport time\ntime.sleep(600)\n"
+    for name, value in _stand_in_engine(tmp_path / "engine", body).items():
+        monkeypatch.setenv(name, value)
+    target = make_target(tmp_path / "target")
+    draft = make_draft(tmp_path / "draft-broken", DraftSpec(), d2t_absolute)
+    argv = [part.format(draft=draft) for part in speculative]
+    result = CliRunner().invoke(
+        app,
+        ["smoke", "--serve", "--python", sys.executable, "--timeout", "5", "--no-progress", "--format", "json",
+         "--", "vllm", "serve", str(target), *argv],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert "refused" in report
+    assert "VOCAB-D2T-RANGE" in {f["rule"] for f in report["findings"]}
+    assert report["subject"]["draft"] == str(draft) and report["subject"]["method"] == "eagle3"
+    assert not started.exists()
+
+
+def test_bad_speculative_json_is_one_line_with_a_quoting_hint() -> None:
+    for raw in ("{'method': 'eagle3'}", "[" * 100_000):
+        with pytest.raises(SpecprobeError, match="single quotes") as caught:
+            parse_launch(["vllm", "serve", "/m", "--speculative-config", raw])
+        assert "\n" not in str(caught.value)
