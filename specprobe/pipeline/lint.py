@@ -28,6 +28,7 @@ from specprobe.deploy.model import Deployment, parse_speculative
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
+from specprobe.rules import cli_args
 from specprobe.rules import lint as rules
 from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
@@ -447,6 +448,12 @@ def lint_deployment(
         if deployment.file is not None:
             located.line = _finding_line(deployment, located)
         findings.append(located)
+    # The whole command, speculative or not, against the release's own launch parser (a refusal there
+    # means the server never starts).
+    try:
+        findings.extend(cli_args.check_deployment(deployment, version or schema.version, findings))
+    except Exception as exc:  # same contract as the rule families above
+        findings.append(internal_error("the whole-command check", exc))
     if result.method is not None:
         pairing = build_pairing(
             engine=engine_label, method=result.method, target=target, draft=draft, features=frozenset(result.features)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from specprobe.compat.engine_facts import source_url
+from specprobe.deploy.argv import detect_launcher, normalise_flag
+from specprobe.deploy.model import Deployment
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 from specprobe.schema.cli import (
@@ -455,17 +457,13 @@ def _action_named(parser: _Parser, name: str) -> argparse.Action | None:
 
 
 def _unrecognized(extras: list[str]) -> list[tuple[str, str | None]]:
-    """argparse's one "unrecognized arguments" line, split per offending option with its values."""
-    groups: list[list[str]] = []
-    for token in extras:
-        if token.startswith("-") or not groups:
-            groups.append([token])
-        else:
-            groups[-1].append(token)
-    return [
-        (f"unrecognized arguments: {' '.join(group)}", group[0].partition("=")[0] if group[0].startswith("-") else None)
-        for group in groups
-    ]
+    """argparse's one "unrecognized arguments" line (quoted whole, as the engine prints it), once per
+    offending option so that each finding points at its own flag."""
+    if not extras:
+        return []
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    flags = [token.partition("=")[0] for token in extras if token.startswith("-")]
+    return [(message, flag) for flag in dict.fromkeys(flags)] or [(message, None)]
 
 
 def _without_splats(parser: _Parser, args: list[str]) -> list[str]:
@@ -544,31 +542,42 @@ def _refusal_finding(message: str, flag: str | None, snapshot: CliSnapshot, prog
         if message.startswith("unrecognized"):
             hint = (detail.strip(" ()") or "") + _did_you_mean(spelled, snapshot)
             hint = hint.lstrip("; ") or None
-    text = f"{engine} {version} would not start: {program}: error: {message}{detail}"
+    several = message.startswith("unrecognized") and flag is not None and message.count(" -") > 1
+    about = f" ({flag}{detail[2:-1] and ': ' + detail[2:-1]})" if several else detail
+    text = f"{engine} {version} would not start: {program}: error: {message}{about}"
     return REFUSED.finding(text, key=flag, hint=hint)
 
 
-def _config_findings(snapshot: CliSnapshot, option: CliOption, value: Any, flag: str) -> list[Finding]:
+def _config_findings(snapshot: CliSnapshot, option: CliOption, value: Any, program: str) -> list[Finding]:
+    """The config class's refusals of ``value``, in pydantic's words as the release prints them:
+    ``argument --attention-config/-ac: 1 validation error for AttentionConfig: KEY: Unexpected keyword
+    argument`` (one finding per refused key; pydantic counts them all in one message)."""
     config = option.config_class()
     table = snapshot.configs.get(config) if config else None
-    if table is None or value is UNKNOWN:
+    if table is None or value is UNKNOWN or value is None:
         return []
-    if value is None:
-        return []
-    return list(_check_config(snapshot, table, value, flag, []))
-
-
-def _check_config(snapshot: CliSnapshot, table: ConfigTable, value: Any, flag: str, path: list[str]) -> list[Finding]:
-    where = ".".join([flag, *path])
-    if not isinstance(value, dict):
-        return [
+    findings = []
+    argument = "/".join(option.flags)
+    for path, problem, hint in _check_config(snapshot, table, value, []):
+        where = ".".join(path)
+        findings.append(
             CONFIG_KEY.finding(
-                f"{snapshot.engine} {snapshot.version} would not start: {where} must be a JSON object of "
-                f"{table.short_name} fields, not {json.dumps(value)[:60]}",
-                key=flag,
+                f"{snapshot.engine} {snapshot.version} would not start: {program}: error: argument {argument}: "
+                f"1 validation error for {table.short_name}: {where + ': ' if where else ''}{problem}",
+                key=option.flags[0] if option.flags else None,
+                hint=hint,
             )
-        ]
-    findings: list[Finding] = []
+        )
+    return findings
+
+
+def _check_config(
+    snapshot: CliSnapshot, table: ConfigTable, value: Any, path: list[str]
+) -> list[tuple[list[str], str, str | None]]:
+    """(key path, problem, hint) for each part of ``value`` the config class refuses."""
+    if not isinstance(value, dict):
+        return [(path, f"Input should be a dictionary or an instance of {table.short_name}", None)]
+    problems: list[tuple[list[str], str, str | None]] = []
     accepted = [name for name, spec in table.fields.items() if spec.get("init", True)]
     for key, item in value.items():
         spec = table.fields.get(key)
@@ -576,29 +585,20 @@ def _check_config(snapshot: CliSnapshot, table: ConfigTable, value: Any, flag: s
             if table.extra != "forbid":
                 continue
             close = difflib.get_close_matches(key, accepted, n=1)
-            last = config_key_history(snapshot.engine, table.name, key, snapshot.version)
+            last = config_key_history(snapshot.engine, table.short_name, key, snapshot.version)
             history = f" ({table.short_name}.{key} was accepted up to {snapshot.engine} {last})" if last else ""
-            findings.append(
-                CONFIG_KEY.finding(
-                    f"{snapshot.engine} {snapshot.version} would not start: {where}: 1 validation error for "
-                    f"{table.short_name}: {key}: Unexpected keyword argument{history}",
-                    key=flag,
-                    hint=f"did you mean {close[0]!r}?" if close else None,
-                )
+            problems.append(
+                ([*path, key], f"Unexpected keyword argument{history}", f"did you mean {close[0]!r}?" if close else None)
             )
             continue
         nested = spec.get("config")
         if nested and isinstance(item, dict) and nested in snapshot.configs:
-            findings.extend(_check_config(snapshot, snapshot.configs[nested], item, flag, [*path, key]))
+            problems.extend(_check_config(snapshot, snapshot.configs[nested], item, [*path, key]))
             continue
         problem = _value_problem(spec.get("type") or {}, item)
         if problem:
-            findings.append(
-                CONFIG_KEY.finding(
-                    f"{snapshot.engine} {snapshot.version} would not start: {where}.{key}: {problem}", key=flag
-                )
-            )
-    return findings
+            problems.append(([*path, key], problem, None))
+    return problems
 
 
 _NUMBER_TEXT = re.compile(r"^\s*[-+]?\d+(\.\d*)?([eE][-+]?\d+)?\s*$")
@@ -708,6 +708,8 @@ def check_args(
     if snapshot is None:
         return findings
     verdict = judge(args, snapshot, positionals=positionals)
+    # The release prints its parser's prog ("vllm serve", "sglang serve"), whichever launcher ran it.
+    program = str(snapshot.parser.get("prog") or program)
     for message, flag in verdict.refusals:
         findings.append(_refusal_finding(message, flag, snapshot, program))
     seen_deprecated: set[str] = set()
@@ -723,6 +725,64 @@ def check_args(
             findings.append(_deprecation_finding(snapshot, option, spelled))
         if option.config_class():
             last_config[option.dest] = (option, values, spelled)  # the last occurrence wins, as in argparse
-    for option, values, spelled in last_config.values():
-        findings.extend(_config_findings(snapshot, option, values, option.flags[0] if option.flags else spelled))
+    for option, values, _spelled in last_config.values():
+        findings.extend(_config_findings(snapshot, option, values, program))
+    return [_pinned(finding, snapshot) for finding in findings]
+
+
+_SOURCES = {
+    _VLLM_ARGS: ("vllm", "vllm/engine/arg_utils.py"),
+    _VLLM_PARSER: ("vllm", "vllm/utils/argparse_utils.py"),
+    _SGLANG_ARGS: ("sglang", "sglang/srt/server_args.py"),
+}
+
+
+def _pinned(finding: Finding, snapshot: CliSnapshot) -> Finding:
+    """The finding citing the engine source of the release judged, and only that engine's."""
+    evidence = []
+    for url in finding.evidence:
+        source = _SOURCES.get(url)
+        if source is None:
+            evidence.append(url)
+        elif source[0] == snapshot.engine:
+            evidence.append(source_url(snapshot.engine, snapshot.version, source[1]))
+    finding.evidence = evidence
+    return finding
+
+
+# The launchers whose argument vector goes to the engine's own launch parser unchanged (names as in
+# data/launchers.yaml), and whether that parser takes the positional model (``vllm serve MODEL``). Other
+# launchers (Dynamo workers, the SGLang router) build their own parsers around the engine's.
+ENGINE_PARSERS = {
+    "vllm serve": True,
+    "python -m vllm.entrypoints.cli.main serve": True,
+    "python -m vllm.entrypoints.openai.api_server": False,
+    "sglang serve": True,
+    "python -m sglang.launch_server": True,
+}
+_SPECULATIVE_UNKNOWN = "LINT-UNKNOWN-FLAG"
+
+
+def check_deployment(deployment: Deployment, version: str, earlier: Sequence[Finding] = ()) -> list[Finding]:
+    """The whole-command findings of ``deployment``'s launch judged by ``version``, each on the line of
+    the flag it is about. A flag the speculative-only check (``earlier``) already reported unknown is
+    not reported twice."""
+    command = deployment.command
+    if command is None or command.launcher not in ENGINE_PARSERS:
+        return []
+    detected = detect_launcher(deployment.argv)
+    if detected is None:
+        return []
+    launcher, start, _env = detected
+    program = launcher.name.removeprefix("python -m ")
+    reported = {f.key for f in earlier if f.rule == _SPECULATIVE_UNKNOWN and f.key}
+    findings = []
+    for finding in check_args(
+        command.engine, version, deployment.argv[start:], program=program, positionals=ENGINE_PARSERS[launcher.name]
+    ):
+        if finding.key and normalise_flag(finding.key) in reported and finding.rule == REFUSED.id:
+            continue
+        if deployment.file is not None and finding.key:
+            finding.line = deployment.flag_line(finding.key, value=finding.rule == CONFIG_KEY.id)
+        findings.append(deployment.locate(finding, "command"))
     return findings

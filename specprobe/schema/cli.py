@@ -301,8 +301,9 @@ def config_key_history(engine: str, config: str, key: str, version: str) -> str 
         if _sort_key(known) >= wanted:
             break
         snapshot = load_cli(engine, known)
-        table = snapshot.configs.get(config) if snapshot is not None else None
-        if table is not None and key in table.fields:
+        tables = snapshot.configs.values() if snapshot is not None else ()
+        # By the class's own name: a class may move between modules across releases.
+        if any(table.short_name == config.rpartition(".")[2] and key in table.fields for table in tables):
             found = known
     return found
 

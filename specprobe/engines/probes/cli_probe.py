@@ -371,6 +371,7 @@ def vllm_parser(problems: list[str]) -> tuple[argparse.ArgumentParser, str]:
         top = parser_class(prog="vllm")
         subparsers = top.add_subparsers(dest="subparser")
         made = serve.ServeSubcommand().subparser_init(subparsers)
+        made._specprobe_top = top  # the parser ``vllm serve ARGS`` is parsed by (tests/cli/oracle.py)
         return made, "vllm.entrypoints.cli.serve.ServeSubcommand.subparser_init"
     except Exception as exc:  # noqa: BLE001
         problems.append(f"serve subparser: {type(exc).__name__}: {exc}")
