@@ -22,6 +22,7 @@ from specprobe.deploy import (
     kubernetes,
     llmd,
     manifest,
+    productionstack,
     rayserve,
     recipes,
     rules,
@@ -162,6 +163,8 @@ def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
         return recipes.parse_vllm_recipe(documents, shown, base_dir)
     if llmd.is_modelservice_values(documents):
         return llmd.parse_modelservice_values(documents, shown, base_dir)
+    if productionstack.is_production_stack_values(documents):
+        return productionstack.parse_production_stack_values(documents, shown, base_dir)
     if vllm_config.is_vllm_config(documents):
         return vllm_config.parse_vllm_config(documents, shown, base_dir)
     raise UnrecognisedFileError(f"{shown}: not a Kubernetes manifest, compose file, vLLM config or specprobe manifest")
