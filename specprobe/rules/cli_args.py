@@ -215,20 +215,21 @@ def _type_callable(described: dict[str, Any] | None, accepts: tuple[str, ...] | 
     inner = _type_callable(wraps[0], None) if wraps else None
     if described.get("config") and name not in _NAMED:
         base: Callable[[str], Any] | None = _config_json
-    elif name == "_optional_type":
+    elif name in ("_optional_type", "_parse_type"):
+        # vLLM's optional_type(T) and parse_type(T) (engine/arg_utils.py): "" and "None" are None for the
+        # former; a ValueError of T becomes "Value V cannot be converted to <T>." for both.
+        optional = name == "_optional_type"
+        inner_name = str(wraps[0].get("name")) if wraps else "?"
+        shown = f"<class '{inner_name}'>" if inner_name in ("int", "float", "str") else inner_name
 
         def base(value: str) -> Any:
-            return None if value in ("", "None") else (inner(value) if inner is not None else value)
-
-    elif name == "_parse_type":
-
-        def base(value: str) -> Any:
+            if optional and value in ("", "None"):
+                return None
             try:
                 return inner(value) if inner is not None else value
             except ValueError:
-                raise argparse.ArgumentTypeError(f"Value {value} cannot be converted to {inner_name}.") from None
+                raise argparse.ArgumentTypeError(f"Value {value} cannot be converted to {shown}.") from None
 
-        inner_name = wraps[0].get("name") if wraps else "?"
     elif name in _NAMED:
         base = _NAMED[name]
     elif name in _ANY:
