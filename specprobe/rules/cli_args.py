@@ -37,6 +37,7 @@ from specprobe.schema.cli import (
     config_key_history,
     flag_history,
     nearest_cli,
+    newer_cli,
 )
 
 _VLLM_ARGS = source_url("vllm", "0.33.0", "vllm/engine/arg_utils.py")
@@ -709,10 +710,22 @@ def check_args(
     if snapshot is None:
         return findings
     verdict = judge(args, snapshot, positionals=positionals)
+    # Judged by an older release's parser: an option the next newer snapshot has may be one the release
+    # itself added, so its absence is no certain refusal.
+    newer = newer_cli(engine, version) if note is not None else None
     # The release prints its parser's prog ("vllm serve", "sglang serve"), whichever launcher ran it.
     program = str(snapshot.parser.get("prog") or program)
     for message, flag in verdict.refusals:
-        findings.append(_refusal_finding(message, flag, snapshot, program))
+        finding = _refusal_finding(message, flag, snapshot, program)
+        if newer is not None and flag is not None and message.startswith("unrecognized"):
+            spelled = _underscores(flag) if snapshot.features.get("underscore_flags") else flag
+            if spelled in newer.by_flag():
+                finding.severity = Severity.INFO
+                finding.message = (
+                    f"{spelled} is not in {engine} {snapshot.version}'s parser but is in {newer.version}'s: whether "
+                    f"{engine} {version} accepts it cannot be told from the shipped snapshots"
+                )
+        findings.append(finding)
     seen_deprecated: set[str] = set()
     last_config: dict[str, tuple[CliOption, Any, str]] = {}
     for option, spelled, values in verdict.used:

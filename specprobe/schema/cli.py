@@ -239,6 +239,15 @@ def nearest_cli(engine: str, version: str) -> tuple[CliSnapshot | None, str | No
     )
 
 
+def newer_cli(engine: str, version: str) -> CliSnapshot | None:
+    """The oldest snapshot newer than ``version`` (what a release between two snapshots may have added)."""
+    wanted = parse_version(version)
+    if wanted is None:
+        return None
+    newer = [v for v in cli_versions(engine) if _sort_key(v) > wanted]
+    return load_cli(engine, newer[0]) if newer else None
+
+
 @dataclass(frozen=True)
 class FlagHistory:
     """Where an option string appears across the snapshots of one engine."""
