@@ -269,6 +269,18 @@ def _kwargs(option: CliOption) -> dict[str, Any]:
     return kwargs
 
 
+_PARSERS: dict[tuple[str, str, bool], _Parser] = {}
+
+
+def parser_for(snapshot: CliSnapshot, *, positionals: bool = True) -> _Parser:
+    """The rebuilt parser of a release, built once per process: parsing keeps no state in the parser
+    (each parse has its own namespace), so a gate over a fleet reuses it."""
+    key = (snapshot.engine, snapshot.version, positionals)
+    if key not in _PARSERS:
+        _PARSERS[key] = build_parser(snapshot, positionals=positionals)
+    return _PARSERS[key]
+
+
 def build_parser(snapshot: CliSnapshot, *, positionals: bool = True, prog: str | None = None) -> _Parser:
     """A real argparse parser equivalent, for parsing, to the release's launch parser."""
     parser = _Parser(
@@ -494,7 +506,7 @@ def judge(args: list[str], snapshot: CliSnapshot, *, positionals: bool = True, l
     """Parse ``args`` (what follows the launcher) as the release would; every refusal, not just the
     first: after one, the offending option is dropped and parsing goes on."""
     verdict = CommandVerdict(snapshot=snapshot)
-    parser = build_parser(snapshot, positionals=positionals)
+    parser = parser_for(snapshot, positionals=positionals)
     argv = rewrite(_without_splats(parser, args), snapshot)
     for _ in range(limit):
         # A bare "--" ends the options for argparse as for the engine.

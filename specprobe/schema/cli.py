@@ -127,10 +127,15 @@ class CliSnapshot:
         return dict(self.parser.get("features") or {})
 
     def option_strings(self) -> list[str]:
-        return [flag for option in self.options for flag in option.flags]
+        return list(self.by_flag())
 
     def by_flag(self) -> dict[str, CliOption]:
-        return {flag: option for option in self.options for flag in option.flags}
+        # Computed once: snapshots are cached per process and never changed after loading.
+        cached: dict[str, CliOption] | None = self.__dict__.get("_by_flag")
+        if cached is None:
+            cached = {flag: option for option in self.options for flag in option.flags}
+            self.__dict__["_by_flag"] = cached
+        return cached
 
 
 def _engine_dir(engine: str) -> Traversable:
