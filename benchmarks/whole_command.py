@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import statistics
 import subprocess
@@ -77,21 +78,31 @@ def main() -> int:
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith("SPECPROBE_")} | {"HF_HUB_OFFLINE": "1"}
     lint = [sys.executable, "-m", "specprobe", "lint", "--engine", "vllm==0.33.0", "--", *shlex.split(COMMAND)]
-    imports = subprocess.run([sys.executable, "-X", "importtime", *lint[1:]], capture_output=True, text=True, env=env)
+    imports = subprocess.run(
+        [sys.executable, "-X", "importtime", *lint[1:]], capture_output=True, text=True, env=env, check=False
+    )
     loaded = {line.split("|")[-1].strip().split(".")[0] for line in imports.stderr.splitlines() if "|" in line}
     if loaded & set(HEAVY):
         raise SystemExit(f"lint imported {', '.join(sorted(loaded & set(HEAVY)))}")
 
-    def run(command: list[str]) -> None:
+    def run(command: list[str]) -> tuple[float, float]:
+        """Wall and CPU (user + system) seconds of one whole-process run: on a loaded machine the CPU
+        time is the figure that does not depend on the neighbours."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-    bare, whole_process = [], []
-    for _ in range(args.runs):
-        bare.append(median_of(lambda: run([sys.executable, "-c", "pass"]), 1))
-        whole_process.append(median_of(lambda: run(lint), 1))
-    print(f"python -c pass            {statistics.median(bare):.3f} s")
-    print(f"lint (whole command)      {statistics.median(whole_process):.3f} s  "
-          f"({statistics.median(whole_process) / statistics.median(bare):.1f}x python -c pass, no engine imported)")
+    bare = [run([sys.executable, "-c", "pass"]) for _ in range(args.runs)]
+    whole_process = [run(lint) for _ in range(args.runs)]
+    for name, runs in (("python -c pass", bare), ("lint (whole command)", whole_process)):
+        wall, cpu = statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+        print(f"{name:<22} wall {wall:.3f} s, cpu {cpu:.3f} s")
+    ratio = statistics.median(r[1] for r in whole_process) / statistics.median(r[1] for r in bare)
+    print(f"lint / python -c pass (cpu): {ratio:.1f}x; no engine, torch or transformers imported; "
+          f"load average {os.getloadavg()[0]:.1f}")
 
     argv = shlex.split(COMMAND)
     gate_module.lint_command(argv, engine="vllm==0.33.0")  # warm: snapshots and matrix read once
@@ -117,7 +128,8 @@ def main() -> int:
             for mode in ("whole", "speculative-only"):
                 original = speculative_only() if mode != "whole" else None
                 try:
-                    seconds = median_of(lambda: gate_module.gate_paths([str(manifest)]), max(1, args.runs // 2))
+                    path = str(manifest)
+                    seconds = median_of(lambda path=path: gate_module.gate_paths([path]), max(1, args.runs // 2))
                 finally:
                     if original is not None:
                         cli_args.check_deployment = original  # type: ignore[assignment]

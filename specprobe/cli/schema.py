@@ -179,11 +179,12 @@ def _diff_cli(args: list[str], fmt: str, output: Path | None) -> None:
         raise SpecprobeError("usage: specprobe schema diff ENGINE OLD NEW --cli")
     engine = parse_engine_spec(args[0], allow_range=False, option="ENGINE").engine
     sides = []
-    for side in args[1:]:
-        if "=" in side:
-            named = parse_engine_spec(side, allow_range=False, option="version")
+    for given in args[1:]:
+        side = given
+        if "=" in given:
+            named = parse_engine_spec(given, allow_range=False, option="version")
             if named.engine != engine or named.version is None:
-                raise SpecprobeError(f"{side!r} is not a version of {engine}")
+                raise SpecprobeError(f"{given!r} is not a version of {engine}")
             side = named.version
         sides.append(load_for_diff(engine, side))
     result = diff_cli(sides[0], sides[1])

@@ -17,8 +17,8 @@ from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
 from specprobe.deploy.launchers import unwrap
 from specprobe.deploy.model import Deployment, deployment_from_argv
-from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
 from specprobe.deploy.sglang_config import splice_sglang_config
+from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
 from specprobe.deploy.vllm_config import annotate_speculative, config_path, splice_config
 from specprobe.deploy.yamlsource import LineDict, load_documents
 from specprobe.findings import Finding, SpecprobeError

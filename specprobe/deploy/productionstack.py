@@ -74,7 +74,8 @@ def _words(model: LineDict) -> tuple[list[str], list[int | None]]:
     if isinstance(config, LineDict) and len(config):
         if "enableChunkedPrefill" in config:
             on = bool(config.get("enableChunkedPrefill"))
-            add(config.line_of("enableChunkedPrefill"), "--enable-chunked-prefill" if on else "--no-enable-chunked-prefill")
+            flag = "--enable-chunked-prefill" if on else "--no-enable-chunked-prefill"
+            add(config.line_of("enableChunkedPrefill"), flag)
         on = bool(config.get("enablePrefixCaching"))
         add(config.line_of("enablePrefixCaching") or config.line,
             "--enable-prefix-caching" if on else "--no-enable-prefix-caching")

@@ -11,6 +11,7 @@ line wins. Dynamo's SGLang workers mount such a file from a ConfigMap (``--confi
 
 from __future__ import annotations
 
+import json
 from functools import cache
 
 from specprobe.deploy.argv import detect_engine
@@ -35,8 +36,6 @@ def _store_true_keys() -> frozenset[str]:
 
 
 def _text(value: object) -> str:
-    import json
-
     return json.dumps(value) if isinstance(value, dict) else str(value)
 
 

@@ -28,9 +28,8 @@ from specprobe.deploy.model import Deployment, parse_speculative
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
-from specprobe.rules import cli_args
+from specprobe.rules import cli_args, within_lifecycle
 from specprobe.rules import lint as rules
-from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
 from specprobe.rules.internal import internal_error
 from specprobe.schema.jsonschema_export import to_json_schema

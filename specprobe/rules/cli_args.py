@@ -107,7 +107,7 @@ class _Choices(list[Any]):
         return value is UNKNOWN or list.__contains__(self, value)
 
 
-class Refusal(Exception):
+class RefusalError(Exception):
     """What the rebuilt parser's ``error()`` was called with: the engine's own words."""
 
     def __init__(self, message: str, action: argparse.Action | None = None) -> None:
@@ -118,14 +118,16 @@ class Refusal(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise Refusal(message)
+        raise RefusalError(message)
 
 
 class _Recorded(argparse.Action):
     """Any recorded action: validity depends only on option strings, nargs, type and choices, which
     argparse checks before calling the action; the call records use and stores the value."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, option: CliOption | None = None, **kwargs: Any):
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, option: CliOption | None = None, **kwargs: Any
+    ) -> None:
         self.option = option
         super().__init__(option_strings, dest, **kwargs)
 
@@ -134,7 +136,7 @@ class _Recorded(argparse.Action):
         used = getattr(namespace, "_specprobe_used", None)
         if used is None:
             used = []
-            setattr(namespace, "_specprobe_used", used)
+            namespace._specprobe_used = used
         used.append((self, option_string, values))
         deprecated = self.option.deprecated if self.option is not None else None
         if deprecated and deprecated.get("error"):
@@ -382,8 +384,8 @@ def rewrite(argv: list[str], snapshot: CliSnapshot) -> list[str]:
                 target[path[-1]] = parsed
             continue
         kept.append(token)
-    for name, value in merged.items():
-        kept.extend([name, json.dumps(value)])
+    for option_name, option_value in merged.items():
+        kept.extend([option_name, json.dumps(option_value)])
     return kept
 
 
@@ -402,7 +404,7 @@ class CommandVerdict:
 
 
 def _resolve(parser: _Parser, token: str) -> tuple[argparse.Action | None, str | None, bool]:
-    """(action, option string, explicit value given) argparse resolves ``token`` to; Refusal when
+    """(action, option string, explicit value given) argparse resolves ``token`` to; RefusalError when
     ambiguous. Python 3.12.7+ returns a list of candidates, earlier releases one tuple."""
     found: Any = parser._parse_optional(token)
     if isinstance(found, list):
@@ -431,13 +433,13 @@ def _consumed(argv: list[str], index: int, action: argparse.Action | None, expli
     return 1 + following
 
 
-def _drop_offender(parser: _Parser, argv: list[str], refusal: Refusal) -> tuple[list[str], str | None] | None:
+def _drop_offender(parser: _Parser, argv: list[str], refusal: RefusalError) -> tuple[list[str], str | None] | None:
     """argv without the tokens the refusal is about, and the flag as written; None when it cannot be
     pinned to a token (parsing stops there)."""
     message = refusal.message
     ambiguous = re.match(r"ambiguous option: (\S+?)(?:=\S*)? could match", message)
     for index, token in enumerate(argv):
-        if not token.startswith("-") or token == "-" or token == "--":
+        if not token.startswith("-") or token in {"-", "--"}:
             continue
         if ambiguous:
             if token.partition("=")[0] == ambiguous.group(1):
@@ -446,20 +448,21 @@ def _drop_offender(parser: _Parser, argv: list[str], refusal: Refusal) -> tuple[
             continue
         try:
             action, _option, explicit = _resolve(parser, token)
-        except Refusal:
+        except RefusalError:
             continue
         if action is not None and action is refusal.action:
             return argv[:index] + argv[index + _consumed(argv, index, action, explicit):], token.partition("=")[0]
     return None
 
 
-def _run(parser: _Parser, argv: list[str]) -> tuple[argparse.Namespace | None, list[str], Refusal | None]:
+def _run(parser: _Parser, argv: list[str]) -> tuple[argparse.Namespace | None, list[str], RefusalError | None]:
     try:
         namespace, extras = parser.parse_known_args(argv)
-    except Refusal as refusal:
+    except RefusalError as refusal:
         return None, [], refusal
     except argparse.ArgumentError as error:
-        return None, [], Refusal(str(error), error.argument_name and _action_named(parser, error.argument_name))
+        action = _action_named(parser, error.argument_name) if error.argument_name else None
+        return None, [], RefusalError(str(error), action)
     return namespace, extras, None
 
 
@@ -491,7 +494,7 @@ def _without_splats(parser: _Parser, args: list[str]) -> list[str]:
             if previous.startswith("-") and "=" not in previous:
                 try:
                     action = _resolve(parser, previous)[0]
-                except Refusal:
+                except RefusalError:
                     action = None
                 takes_value = action is None or action.nargs != 0
             if not takes_value:
@@ -601,9 +604,8 @@ def _check_config(
             close = difflib.get_close_matches(key, accepted, n=1)
             last = config_key_history(snapshot.engine, table.short_name, key, snapshot.version)
             history = f" ({table.short_name}.{key} was accepted up to {snapshot.engine} {last})" if last else ""
-            problems.append(
-                ([*path, key], f"Unexpected keyword argument{history}", f"did you mean {close[0]!r}?" if close else None)
-            )
+            hint = f"did you mean {close[0]!r}?" if close else None
+            problems.append(([*path, key], f"Unexpected keyword argument{history}", hint))
             continue
         nested = spec.get("config")
         if nested and isinstance(item, dict) and nested in snapshot.configs:

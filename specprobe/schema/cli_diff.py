@@ -3,6 +3,7 @@ newly deprecated, and the fields each JSON-valued config class gained or lost (`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,7 +11,7 @@ from specprobe.findings import SpecprobeError
 from specprobe.schema.cli import CliOption, CliSnapshot, cli_versions, load_cli, nearest_cli
 
 # What "changed" compares, by the name the report uses.
-_COMPARED = {
+_COMPARED: dict[str, Callable[[CliOption], Any]] = {
     "type": lambda o: " > ".join(o.type_names()) or None,
     "default": lambda o: o.default,
     "choices": lambda o: list(o.choices) if o.choices is not None else None,

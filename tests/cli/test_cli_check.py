@@ -20,7 +20,8 @@ def _rules(engine: str, version: str, command: str) -> list[tuple[str, str | Non
 
 
 def test_sglang_0_5_23_refuses_the_cuda_graph_max_bs_abbreviation_and_names_its_history() -> None:
-    [finding] = cli_args.check_args("sglang", "0.5.23", ["--model-path", "m", "--cuda-graph-max-bs", "512"], program="x")
+    args = ["--model-path", "m", "--cuda-graph-max-bs", "512"]
+    [finding] = cli_args.check_args("sglang", "0.5.23", args, program="x")
     assert finding.severity is Severity.ERROR
     assert "ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode" in finding.message
     assert "accepted up to sglang 0.5.19" in finding.message and "--cuda-graph-max-bs-decode" in finding.message

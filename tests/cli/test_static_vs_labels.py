@@ -31,7 +31,7 @@ def _cases() -> list[Any]:
 def words(error: str) -> str:
     """The part of the release's error line specprobe repeats: argparse's own sentence, or, for a config
     class refusing a value, the argument and the class named."""
-    return error.split(" [type=")[0]
+    return error.split(" [type=", maxsplit=1)[0]
 
 
 @pytest.mark.parametrize(("release", "label"), _cases())

@@ -198,7 +198,10 @@ def test_the_ngram_window_flag_is_gone_in_0_5_23() -> None:
     # The flag is reported once (the whole-command check leaves it to LINT-UNKNOWN-FLAG); the page's
     # --cuda-graph-max-bs is refused by 0.5.23 as well.
     loud = [(f.rule, f.key) for f in report.findings if f.severity is not Severity.INFO]
-    assert loud == [("LINT-UNKNOWN-FLAG", "--speculative-ngram-max-match-window-size"), ("CLI-REFUSED", "--cuda-graph-max-bs")]
+    assert loud == [
+        ("LINT-UNKNOWN-FLAG", "--speculative-ngram-max-match-window-size"),
+        ("CLI-REFUSED", "--cuda-graph-max-bs"),
+    ]
 
 
 def test_a_lint_rule_that_raises_is_an_internal_error_and_exit_2(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,10 +116,9 @@ def describe_type(fn: Any, configs: dict[str, Any], depth: int = 0) -> dict[str,
     wrapped: list[Any] = []
     if isinstance(fn, functools.partial):
         wrapped.extend([fn.func, *fn.args])
-    if inspect.ismethod(fn):
-        if isinstance(fn.__self__, type) and is_config_class(fn.__self__):
-            configs[f"{fn.__self__.__module__}.{fn.__self__.__qualname__}"] = fn.__self__
-            record["config"] = f"{fn.__self__.__module__}.{fn.__self__.__qualname__}"
+    if inspect.ismethod(fn) and isinstance(fn.__self__, type) and is_config_class(fn.__self__):
+        configs[f"{fn.__self__.__module__}.{fn.__self__.__qualname__}"] = fn.__self__
+        record["config"] = f"{fn.__self__.__module__}.{fn.__self__.__qualname__}"
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             wrapped.append(cell.cell_contents)
@@ -150,7 +149,7 @@ def accepted_samples(fn: Any) -> list[str] | None:
         for sample in TYPE_SAMPLES:
             try:
                 fn(sample)
-            except BaseException:  # noqa: BLE001 - a refusal of any kind is what is recorded
+            except BaseException:
                 continue
             accepted.append(sample)
     return accepted
@@ -262,16 +261,16 @@ def unknown_key_refused(cls: Any) -> tuple[str | None, str | None]:
     try:
         adapter_class = importlib.import_module("pydantic").TypeAdapter
         adapter = adapter_class(cls)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return None, f"{type(exc).__name__}: {exc}"
     with _common.stdout_to_stderr():
         try:
             adapter.validate_json("{}")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return None, f"{{}} is refused: {type(exc).__name__}"
         try:
             adapter.validate_json(json.dumps({UNKNOWN_KEY: 1}))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return "forbid", " ".join(str(exc).split())[:300]
     return "ignore", None
 
@@ -279,7 +278,7 @@ def unknown_key_refused(cls: Any) -> tuple[str | None, str | None]:
 def config_table(name: str, cls: Any, configs: dict[str, Any], problems: list[str]) -> dict[str, Any]:
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         problems.append(f"{name} type hints: {type(exc).__name__}: {exc}")
         hints = {}
     fields: dict[str, Any] = {}
@@ -291,7 +290,7 @@ def config_table(name: str, cls: Any, configs: dict[str, Any], problems: list[st
     for field_name, annotation, init in items:
         try:
             schema, nested = field_schema(cls, field_name, annotation)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             problems.append(f"{name}.{field_name}: {type(exc).__name__}: {exc}")
             schema, nested = {}, None
         entry: dict[str, Any] = {"type": schema}
@@ -310,7 +309,7 @@ def _resolve(name: str, near: Any) -> Any:
     module_name, _, qualname = name.rpartition(".")
     try:
         return getattr(importlib.import_module(module_name), qualname)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -334,19 +333,19 @@ def flexible_features(parser_class: Any) -> dict[str, bool]:
         parser = parser_class()
         parser.add_argument("--foo-bar", type=int)
         features["underscore_flags"] = parser.parse_args(["--foo_bar", "1"]).foo_bar == 1
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         features["underscore_flags"] = False
     try:
         parser = parser_class()
         parser.add_argument("--cfg", type=json.loads)
         features["dotted_json"] = parser.parse_args(["--cfg.a", "1"]).cfg == {"a": 1}
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         features["dotted_json"] = False
     try:
         parser = parser_class()
         parser.add_argument("--cfg", type=json.loads)
         features["dotted_json_list_append"] = parser.parse_args(["--cfg.a+", "x,y"]).cfg == {"a": ["x", "y"]}
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         features["dotted_json_list_append"] = False
     try:
         source = inspect.getsource(parser_class.parse_args)
@@ -373,7 +372,7 @@ def vllm_parser(problems: list[str]) -> tuple[argparse.ArgumentParser, str]:
         made = serve.ServeSubcommand().subparser_init(subparsers)
         made._specprobe_top = top  # the parser ``vllm serve ARGS`` is parsed by (tests/cli/oracle.py)
         return made, "vllm.entrypoints.cli.serve.ServeSubcommand.subparser_init"
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         problems.append(f"serve subparser: {type(exc).__name__}: {exc}")
     cli_args = _common.first_attribute([(name, "make_arg_parser") for name in vllm_dry_run._PARSER_MODULES])
     parser_class = _common.first_attribute(
@@ -390,7 +389,7 @@ def sglang_parser(problems: list[str]) -> tuple[argparse.ArgumentParser, str]:
             return capture_parser(lambda: prepare(["--model-path", "specprobe-model"])), (
                 "sglang.srt.server_args.prepare_server_args"
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             problems.append(f"prepare_server_args: {type(exc).__name__}: {exc}")
     parser = argparse.ArgumentParser()
     server_args.ServerArgs.add_cli_args(parser)
