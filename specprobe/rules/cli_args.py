@@ -246,7 +246,11 @@ def _lenient(base: Callable[[str], Any] | None, name: str) -> Callable[[str], An
     def convert(value: str) -> Any:
         if _TEMPLATED.search(value):
             return UNKNOWN
-        return base(value) if base is not None else value
+        try:
+            return base(value) if base is not None else value
+        except RecursionError:
+            # JSON nested deeper than a parser follows: the engine's parser gives up on it too.
+            raise argparse.ArgumentTypeError("the value is nested too deeply to be parsed") from None
 
     # argparse names the type in its message: "invalid int value: 'abc'".
     convert.__name__ = name
@@ -323,6 +327,8 @@ def _underscores(token: str) -> str:
 def _dotted_value(text: str) -> Any:
     try:
         return json.loads(text)
+    except RecursionError:
+        return text
     except ValueError:
         try:
             return _human_readable_int(text)
@@ -398,7 +404,6 @@ class CommandVerdict:
     options used (with the values given) and the snapshot it was judged by."""
 
     snapshot: CliSnapshot | None
-    note: str | None = None
     refusals: list[tuple[str, str | None]] = field(default_factory=list)  # (message, flag)
     used: list[tuple[CliOption, str, Any]] = field(default_factory=list)
 
@@ -505,10 +510,33 @@ def _without_splats(parser: _Parser, args: list[str]) -> list[str]:
     return kept
 
 
+_MODEL_OPTION = re.compile(r"^--model(=.+|$)")
+_SERVED_NAME = re.compile(r"^--served[-_]model[-_]name(=.+|$)")
+_CONFIG_OPTION = re.compile(r"^--config(=.+|$)")
+MODEL_FIRST = (
+    "`model` should be provided as the first positional argument when using `vllm serve`. "
+    "i.e. `vllm serve <model> --<arg> <value>`."
+)
+
+
+def _model_missing(args: list[str], snapshot: CliSnapshot) -> bool:
+    """vLLM's ``parse_args`` (0.18.0 on) raises ValueError for ``vllm serve`` with options first, a
+    --served-model-name, no --model (which it would move to the front) and no --config."""
+    if not snapshot.features.get("model_first_with_served_name") or not args or not args[0].startswith("-"):
+        return False
+    if any(_MODEL_OPTION.match(arg) or _CONFIG_OPTION.match(arg) for arg in args):
+        return False
+    return any(_SERVED_NAME.match(arg) for arg in args)
+
+
 def judge(args: list[str], snapshot: CliSnapshot, *, positionals: bool = True, limit: int = 20) -> CommandVerdict:
     """Parse ``args`` (what follows the launcher) as the release would; every refusal, not just the
     first: after one, the offending option is dropped and parsing goes on."""
     verdict = CommandVerdict(snapshot=snapshot)
+    if positionals and snapshot.engine == "vllm" and _model_missing(args, snapshot):
+        # Raised before argparse runs: nothing else is parsed.
+        verdict.refusals.append((f"ValueError: {MODEL_FIRST}", None))
+        return verdict
     parser = parser_for(snapshot, positionals=positionals)
     argv = rewrite(_without_splats(parser, args), snapshot)
     for _ in range(limit):
@@ -561,7 +589,8 @@ def _refusal_finding(message: str, flag: str | None, snapshot: CliSnapshot, prog
             hint = hint.lstrip("; ") or None
     several = message.startswith("unrecognized") and flag is not None and message.count(" -") > 1
     about = f" ({flag}{detail[2:-1] and ': ' + detail[2:-1]})" if several else detail
-    text = f"{engine} {version} would not start: {program}: error: {message}{about}"
+    said = message if message.startswith("ValueError") else f"{program}: error: {message}"
+    text = f"{engine} {version} would not start: {said}{about}"
     return REFUSED.finding(text, key=flag, hint=hint)
 
 

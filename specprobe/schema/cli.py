@@ -147,8 +147,11 @@ def store_dir(engine: str) -> Path:
     return Path(str(_engine_dir(engine)))
 
 
-def _sort_key(version: str) -> Version:
-    return parse_version(version) or Version("0")
+def _key(version: str) -> Version:
+    """A shipped snapshot's version (cli_versions lists only names that parse)."""
+    parsed = parse_version(version)
+    assert parsed is not None
+    return parsed
 
 
 @cache
@@ -172,7 +175,7 @@ def cli_versions(engine: str) -> tuple[str, ...]:
     if not folder.is_dir():
         return ()
     names = [e.name[: -len(".json")] for e in folder.iterdir() if e.name.endswith(".json") and e.name[0] != "_"]
-    return tuple(sorted(names, key=_sort_key))
+    return tuple(sorted((name for name in names if parse_version(name) is not None), key=_key))
 
 
 def _object(engine: str, key: str) -> Any:
@@ -230,7 +233,7 @@ def nearest_cli(engine: str, version: str) -> tuple[CliSnapshot | None, str | No
     wanted = parse_version(version)
     if wanted is None:
         return None, f"{engine} {version} is not a release number: the whole command was not checked"
-    older = [v for v in cli_versions(engine) if _sort_key(v) < wanted]
+    older = [v for v in cli_versions(engine) if _key(v) < wanted]
     if not older:
         known = ", ".join(cli_versions(engine)) or "none"
         return None, (
@@ -249,7 +252,7 @@ def newer_cli(engine: str, version: str) -> CliSnapshot | None:
     wanted = parse_version(version)
     if wanted is None:
         return None
-    newer = [v for v in cli_versions(engine) if _sort_key(v) > wanted]
+    newer = [v for v in cli_versions(engine) if _key(v) > wanted]
     return load_cli(engine, newer[0]) if newer else None
 
 
@@ -265,7 +268,9 @@ class FlagHistory:
 
 def flag_history(engine: str, flag: str, version: str) -> FlagHistory:
     """When ``flag`` was last accepted before ``version`` (and what replaced it), or first accepted after."""
-    wanted = _sort_key(version)
+    wanted = parse_version(version)
+    if wanted is None:
+        return FlagHistory(None, None, None, None)
     last_with = first_without = first_after = replacement = None
     versions = cli_versions(engine)
     for index, known in enumerate(versions):
@@ -275,11 +280,11 @@ def flag_history(engine: str, flag: str, version: str) -> FlagHistory:
         option = snapshot.by_flag().get(flag)
         if option is None:
             continue
-        if _sort_key(known) < wanted:
+        if _key(known) < wanted:
             last_with = known
             first_without = versions[index + 1] if index + 1 < len(versions) else None
             replacement = _pointed_to(option)
-        elif _sort_key(known) > wanted and first_after is None:
+        elif _key(known) > wanted and first_after is None:
             first_after = known
     if last_with is not None and replacement is None:
         current = load_cli(engine, version) or nearest_cli(engine, version)[0]
@@ -309,10 +314,12 @@ def _pointed_to(option: CliOption) -> str | None:
 
 def config_key_history(engine: str, config: str, key: str, version: str) -> str | None:
     """The newest snapshot older than ``version`` whose ``config`` class had field ``key``."""
-    wanted = _sort_key(version)
+    wanted = parse_version(version)
+    if wanted is None:
+        return None
     found = None
     for known in cli_versions(engine):
-        if _sort_key(known) >= wanted:
+        if _key(known) >= wanted:
             break
         snapshot = load_cli(engine, known)
         tables = snapshot.configs.values() if snapshot is not None else ()

@@ -68,6 +68,8 @@ VLLM: list[list[str]] = [
     ["M", "--block-size", "7"],
     ["M", "--api-server-count", "2", "--uvicorn-log-level", "loud"],
     ["M", "extra-positional"],
+    ["--served-model-name", "x", "--port", "8000"],
+    ["--port", "8000", "--tensor-parallel-size", "2"],
 ]
 SGLANG: list[list[str]] = [
     ["--model-path", "M"],

@@ -352,6 +352,8 @@ def flexible_features(parser_class: Any) -> dict[str, bool]:
     except (OSError, TypeError):
         source = ""
     features["dash_O_optimization_level"] = "--optimization-level" in source
+    # ``vllm serve --served-model-name X ...`` with no model before the options raises ValueError.
+    features["model_first_with_served_name"] = "should be provided as the first positional" in source
     features["dash_O_compilation_config"] = '"-O"' in source and "--optimization-level" not in source
     return features
 
