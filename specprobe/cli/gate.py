@@ -50,8 +50,8 @@ def _gate(
         typer.Option(
             "--engine",
             "-e",
-            help="Engine version for deployments whose manifest names none, e.g. vllm==0.33.0 "
-            "(else the image tag, the live install, the newest snapshot).",
+            help="Engine version to judge the deployments of that engine by, e.g. vllm==0.34.0: will they "
+            "start on it? (over the image tag and the live install; a specprobe manifest's own pin stays).",
         ),
     ] = None,
     fmt: FormatOption = None,

@@ -50,6 +50,9 @@ jsonschema (a JSON Schema document editors and the jsonschema library can use), 
 
 Methods and parameters added/removed, parameters retyped, defaults changed. OLD and NEW are
 snapshot versions, schema JSON files (from --format json), or `live` (the interpreter above).
+With --cli: the whole launch CLI instead (`vllm serve` / `sglang.launch_server` options added,
+removed, renamed, deprecated, retyped or re-defaulted; config-class fields gained and lost), from
+the shipped whole-CLI snapshots. `specprobe schema ENGINE --cli` lists the releases that have one.
 
 \b
   specprobe schema history ENGINE (--method M | --field F
@@ -184,6 +187,32 @@ def _diff(args: list[str], python: Path | None, fmt: str, output: Path | None, t
     write_output(text, output)
 
 
+def _diff_cli(args: list[str], fmt: str, output: Path | None) -> None:
+    from specprobe.schema.cli_diff import diff_cli, load_for_diff, render_markdown, render_text
+
+    if len(args) != 3:
+        raise SpecprobeError("usage: specprobe schema diff ENGINE OLD NEW --cli")
+    engine = parse_engine_spec(args[0], allow_range=False, option="ENGINE").engine
+    sides = []
+    for given in args[1:]:
+        side = given
+        if "=" in given:
+            named = parse_engine_spec(given, allow_range=False, option="version")
+            if named.engine != engine or named.version is None:
+                raise SpecprobeError(f"{given!r} is not a version of {engine}")
+            side = named.version
+        sides.append(load_for_diff(engine, side))
+    result = diff_cli(sides[0], sides[1])
+    if fmt == "json":
+        subject: dict[str, str | None] = {"engine": engine, "old": result.old, "new": result.new}
+        text = _envelope("schema diff", subject, result.to_json_dict())
+    elif fmt == "markdown":
+        text = render_markdown(result)
+    else:
+        text = render_text(result)
+    write_output(text, output)
+
+
 def _history(
     args: list[str], questions: dict[str, str | None], fmt: str, output: Path | None
 ) -> None:
@@ -253,6 +282,9 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--verbose", "-v", help="Text: the whole provenance, the CLI flags and internal parameters."),
         ] = False,
+        cli: Annotated[
+            bool, typer.Option("--cli", help="The whole launch CLI (diff; alone: the releases with a snapshot).")
+        ] = False,
     ) -> None:
         history_options = {"method": method, "draft_arch": draft_arch, "target_gate": target_gate}
         if engine == "history":
@@ -263,6 +295,14 @@ def register(app: typer.Typer) -> None:
             return
         if any(value is not None for value in history_options.values()):
             raise SpecprobeError("--method, --draft-arch and --target-gate belong to `schema history`")
+        if engine == "diff" and cli:
+            _diff_cli(list(rest or []), resolve_format(fmt, DIFF_FORMATS), output)
+            return
+        if cli:
+            from specprobe.schema.cli_diff import releases_text
+
+            write_output(releases_text(_spec(engine, version).engine), output)
+            return
         if engine == "diff":
             if version is not None or field is not None:
                 raise SpecprobeError("schema diff takes ENGINE OLD NEW; --version and --field do not apply")

@@ -17,6 +17,7 @@ from specprobe.deploy.argv import detect_engine
 from specprobe.deploy.engines import image_engine, image_entrypoint, image_without_entrypoint
 from specprobe.deploy.launchers import unwrap
 from specprobe.deploy.model import Deployment, deployment_from_argv
+from specprobe.deploy.sglang_config import splice_sglang_config
 from specprobe.deploy.shell import UNEXPANDED, ShellSyntaxError, parse_script
 from specprobe.deploy.vllm_config import annotate_speculative, config_path, splice_config
 from specprobe.deploy.yamlsource import LineDict, load_documents
@@ -323,18 +324,20 @@ def _with_config_file(
     file's (a ConfigMap of the same manifest)."""
     path = config_path(launch.argv)
     detected = detect_engine(launch.argv)
-    if not path or detected is None or detected[0] != "vllm":
+    if not path or detected is None or detected[0] not in ("vllm", "sglang"):
         return launch.argv, launch.lines, None
+    # Each engine merges the file its own way (order, booleans): deploy/vllm_config.py, deploy/sglang_config.py.
+    splice = splice_config if detected[0] == "vllm" else splice_sglang_config
     name = PurePosixPath(path).name
     if name in configs:
-        return (*splice_config(launch.argv, launch.lines, configs[name]), configs[name])
+        return (*splice(launch.argv, launch.lines, configs[name]), configs[name])
     local = Path(path) if Path(path).is_absolute() else base_dir / path
     try:
         if local.is_file() and local.stat().st_size < 1024 * 1024:
             documents = load_documents(local.read_text(encoding="utf-8"), path)
             if documents and isinstance(documents[0], LineDict):
                 index = launch.argv.index(next(w for w in launch.argv if w.startswith("--config")))
-                spliced = splice_config(launch.argv, launch.lines, documents[0], config_line=launch.lines[index])
+                spliced = splice(launch.argv, launch.lines, documents[0], config_line=launch.lines[index])
                 return (*spliced, None)
     except (OSError, UnicodeDecodeError, SpecprobeError):
         pass  # an unreadable config file leaves the launch as written; lint reports what it can

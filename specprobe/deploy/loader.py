@@ -22,11 +22,13 @@ from specprobe.deploy import (
     kubernetes,
     llmd,
     manifest,
+    productionstack,
     rayserve,
     recipes,
     rules,
     skypilot,
     srtslurm,
+    truss,
     vllm_config,
 )
 from specprobe.deploy.dockerfile import is_dockerfile, parse_dockerfile
@@ -162,6 +164,10 @@ def _yaml(text: str, shown: str, base_dir: Path) -> tuple[list[Deployment], list
         return recipes.parse_vllm_recipe(documents, shown, base_dir)
     if llmd.is_modelservice_values(documents):
         return llmd.parse_modelservice_values(documents, shown, base_dir)
+    if truss.is_truss_config(documents):
+        return truss.parse_truss_config(documents, shown, base_dir)
+    if productionstack.is_production_stack_values(documents):
+        return productionstack.parse_production_stack_values(documents, shown, base_dir)
     if vllm_config.is_vllm_config(documents):
         return vllm_config.parse_vllm_config(documents, shown, base_dir)
     raise UnrecognisedFileError(f"{shown}: not a Kubernetes manifest, compose file, vLLM config or specprobe manifest")

@@ -37,8 +37,8 @@ from specprobe.hfconfig import (
     parse_config_bytes,
 )
 from specprobe.modelfiles import ModelFiles
+from specprobe.rules import cli_args, within_lifecycle
 from specprobe.rules import lint as rules
-from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import matrix_findings
 from specprobe.rules.internal import guarded
 from specprobe.schema.jsonschema_export import to_json_schema
@@ -480,6 +480,13 @@ def lint_deployment(
         if deployment.file is not None:
             located.line = _finding_line(deployment, located)
         findings.append(located)
+    # The whole command, speculative or not, against the release's own launch parser (a refusal there
+    # means the server never starts).
+    release = version or schema.version
+    whole, crash = guarded(
+        "the whole-command check", lambda: list(cli_args.check_deployment(deployment, release, findings))
+    )
+    findings.extend(whole or ([crash] if crash else []))
     if result.method is not None:
         pairing = build_pairing(
             engine=engine_label, method=result.method, target=target, draft=draft, features=frozenset(result.features)

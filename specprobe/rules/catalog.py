@@ -16,6 +16,7 @@ from specprobe.deploy import rules as deploy
 from specprobe.rules import (
     RULES,
     Rule,
+    cli_args,
     compat,
     deep,
     dryrun,
@@ -49,6 +50,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     exact,
     fix,
     lint,
+    cli_args,
     deploy,
     hub,
     dryrun,
