@@ -22,10 +22,12 @@ from specprobe.rules import (
     engine_config,
     files,
     layout,
+    methods,
     platform,
     safety,
     shapes,
     target,
+    tokenizer,
     vocab,
     within_lifecycle,
 )
@@ -65,8 +67,8 @@ def engine_versions(spec: EngineSpec) -> list[tuple[str, str]]:
 def _families() -> list[Family]:
     # compat last: the matrix verdicts for this drafter/target/engine pairing, once the checkpoint's
     # own findings are in.
-    return [files.run, safety.run, layout.run, shapes.run, vocab.run, target.run, engine_config.run, platform.run,
-            deep.run, compat.run]
+    return [files.run, safety.run, layout.run, methods.run, shapes.run, vocab.run, tokenizer.run, target.run,
+            engine_config.run, platform.run, deep.run, compat.run]
 
 
 def _load_target(spec: str) -> tuple[ModelConfig | None, str | None]:

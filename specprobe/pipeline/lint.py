@@ -367,8 +367,13 @@ def _lint_sglang(
     if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1 and not filled:
         result.findings.append(
             rules.SGLANG_TOPK1_TOKENS.finding(
-                f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang sets "
-                f"--speculative-num-draft-tokens to {steps + 1} itself (not {tokens})",
+                f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang replaces the "
+                f"--speculative-num-draft-tokens {tokens} written with {steps + 1} and logs a warning "
+                '("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when '
+                'speculative_eagle_topk == 1")'
+                if rules.topk1_adjusted(version)
+                else f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang=={version} runs "
+                f"with --speculative-num-draft-tokens {tokens} as given, not the chain length {steps + 1}",
                 severity=rules.topk1_severity(version),
                 key="--speculative-num-draft-tokens",
             )

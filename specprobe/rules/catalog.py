@@ -26,11 +26,13 @@ from specprobe.rules import (
     internal,
     layout,
     lint,
+    methods,
     platform,
     safety,
     shapes,
     smoke,
     target,
+    tokenizer,
     vocab,
 )
 
@@ -40,6 +42,8 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     vocab,
     shapes,
     target,
+    tokenizer,
+    methods,
     deep,
     safety,
     platform,

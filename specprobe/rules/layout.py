@@ -12,6 +12,7 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from specprobe.checkpoint.forms import EAGLE, detect_form
 from specprobe.checkpoint.layout import DRAFT_FORMATS
 from specprobe.compat.engine_facts import (
     Answer,
@@ -50,8 +51,9 @@ FORMAT = rule(
 NOT_EAGLE3 = rule(
     "LAYOUT-NOT-EAGLE3",
     FAMILY,
-    Severity.WARNING,
-    "the checkpoint is not recognised as an EAGLE-3 drafter (no fc, no d2t, no Eagle3 architecture)",
+    Severity.INFO,
+    "the checkpoint is not recognised as an EAGLE-3 drafter (no fc, no d2t, no Eagle3 architecture) nor as another "
+    "drafter form specprobe models: EAGLE-3 rules were skipped",
     VLLM_EAGLE3_SRC,
 )
 NAMESPACES = rule(
@@ -485,13 +487,15 @@ def _method_findings(ctx: CheckContext) -> Iterator[Finding]:
 def run(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.layout.tensors:
         return
-    if ctx.draft_format is None:
+    form = detect_form(ctx.layout, ctx.draft_raw).form
+    if ctx.draft_format is None and form in (None, EAGLE):
+        # Another form specprobe models (a draft model, a block drafter, ...) is named by METHOD-FORM.
         yield NOT_EAGLE3.finding(
             f"architecture {ctx.draft_architecture or '(none)'}, decoder keys {ctx.layout.namespaces or 'none'}: "
             "not an EAGLE-3 drafter; EAGLE-3 rules were skipped",
             hint="EAGLE-3 drafters have fc.weight over auxiliary hidden states and usually d2t/t2d",
         )
-    else:
+    elif ctx.draft_format is not None:
         yield FORMAT.finding(f"format {ctx.draft_format}: {DRAFT_FORMATS[ctx.draft_format]}")
         if ctx.draft_config is not None:
             yield from _config_fields(ctx)
