@@ -24,6 +24,7 @@ from specprobe.rules import (
     layout,
     methods,
     platform,
+    quant,
     safety,
     shapes,
     target,
@@ -68,7 +69,7 @@ def _families() -> list[Family]:
     # compat last: the matrix verdicts for this drafter/target/engine pairing, once the checkpoint's
     # own findings are in.
     return [files.run, safety.run, layout.run, methods.run, shapes.run, vocab.run, tokenizer.run, target.run,
-            engine_config.run, platform.run, deep.run, compat.run]
+            quant.run, engine_config.run, platform.run, deep.run, compat.run]
 
 
 def _load_target(spec: str) -> tuple[ModelConfig | None, str | None]:

@@ -16,6 +16,7 @@ from specprobe.checkpoint.forms import (
     DSPARK,
     EAGLE3,
     FORMS,
+    MTP,
     block_config,
     detect_form,
     method_forms,
@@ -71,8 +72,9 @@ BLOCK_LAYERS = rule(
 
 _APPLIES: dict[str, str] = {
     DRAFT_MODEL: "files, safety, tokenizer identity, draft-model vocabulary",
-    DFLASH: "files, safety, tokenizer identity, target_layer_ids against the target and fc",
-    DSPARK: "files, safety, tokenizer identity, target_layer_ids against the target and fc",
+    DFLASH: "files, safety, tokenizer identity, target_layer_ids against the target and fc, quantized tensors",
+    DSPARK: "files, safety, tokenizer identity, target_layer_ids against the target and fc, quantized tensors",
+    MTP: "files, safety, the MTP layers against the target's quantization_config",
 }
 
 

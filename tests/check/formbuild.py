@@ -78,6 +78,18 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+# A Qwen3-Next-style target with its MTP layer (mtp.*), FP8-quantized with block scales as the published
+# Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 is; sizes shrunk (check reads names, dtypes and shapes only).
+PRESETS["Qwen3-Next-FP8-small"] = {
+    "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "bos_token_id": 151643,
+    "eos_token_id": 151645, "head_dim": 64, "hidden_size": 256, "intermediate_size": 512,
+    "max_position_embeddings": 262144, "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
+    "mtp_num_hidden_layers": 1, "tie_word_embeddings": False, "vocab_size": 151936,
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "weight_block_size": [128, 128], "modules_to_not_convert": ["lm_head"]},
+}
+
+
 def preset(name: str) -> dict[str, Any]:
     return copy.deepcopy(PRESETS[name])
 
@@ -123,9 +135,33 @@ def form_tensors(form: str, config: dict[str, Any], target_hidden: int | None = 
         width = (target_hidden or hidden) * len(ids)
         for i in range(int(config["num_hidden_layers"])):
             tensors.update(_decoder_layer(f"layers.{i}", config, qk_norm=qk_norm))
-        tensors["fc.weight"] = TensorSpec("BF16", (hidden, width))
+        if config.pop("_fc_packed", False):
+            # compressed-tensors W4A16 (pack-quantized): int4 values packed eight to an int32, group scales.
+            tensors["fc.weight_packed"] = TensorSpec("I32", (hidden, width // 8))
+            tensors["fc.weight_scale"] = TensorSpec("BF16", (hidden, width // 128))
+            tensors["fc.weight_shape"] = TensorSpec("I64", (2,))
+        else:
+            tensors["fc.weight"] = TensorSpec("BF16", (hidden, width))
         tensors["hidden_norm.weight"] = TensorSpec("BF16", (hidden,))
         tensors["norm.weight"] = TensorSpec("BF16", (hidden,))
+    elif form == "mtp":
+        # Target layers quantized (F8 weight + weight_scale_inv); the MTP layer dense or quantized per
+        # ``mtp_dtype`` (the case's "mtp_quantized").
+        tensors["model.embed_tokens.weight"] = TensorSpec("BF16", (vocab, hidden))
+        layers = [f"model.layers.{i}" for i in range(int(config["num_hidden_layers"]))]
+        for prefix in [*layers, "mtp.layers.0"]:
+            for name, spec in _decoder_layer(prefix, config, qk_norm=False).items():
+                quantize = prefix != "mtp.layers.0" or bool(config.get("_mtp_quantized"))
+                if quantize and len(spec.shape) == 2:
+                    tensors[name] = TensorSpec("F8_E4M3", spec.shape)
+                    tensors[name + "_scale_inv"] = TensorSpec("F32", (1, 1))
+                else:
+                    tensors[name] = spec
+        tensors["mtp.fc.weight"] = TensorSpec("BF16", (hidden, 2 * hidden))
+        tensors["mtp.norm.weight"] = TensorSpec("BF16", (hidden,))
+        tensors["model.norm.weight"] = TensorSpec("BF16", (hidden,))
+        tensors["lm_head.weight"] = TensorSpec("BF16", (vocab, hidden))
+        config.pop("_mtp_quantized", None)
     elif form == "medusa":
         for head in range(int(config.get("medusa_num_heads", 4))):
             tensors[f"medusa_head.{head}.0.linear.weight"] = TensorSpec("BF16", (hidden, hidden))
@@ -148,6 +184,8 @@ def build_form_case(folder: Path, draft: dict[str, Any]) -> None:
     for key in draft.get("config_remove", []):
         config.pop(key, None)
     tensors = form_tensors(draft["form"], config, draft.get("target_hidden"))
+    config.pop("_mtp_quantized", None)
+    config.pop("_fc_packed", None)
     for name in draft.get("tensors_remove", []):
         tensors.pop(name, None)
     for name, raw in draft.get("tensors_set", {}).items():

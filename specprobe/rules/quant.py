@@ -1,0 +1,165 @@
+"""Quantization family: quantized and unquantized weights against the quantization each release builds.
+
+Three classes, each silent at serving time (acceptance near zero, no error):
+- MTP layers stored dense inside a quantized target whose ``quantization_config`` does not exclude them: the
+  releases build the MTP layers with the target's quantization (engine fact ``mtp_quantization``), so the
+  dense weights meet packed parameters (vllm#41789, vllm#37667, sglang#34622);
+- a drafter folder with packed/low-precision tensors and no ``quantization_config``: the drafter is built
+  dense (fact ``draft_quantization``) and the packed tensors match no parameter;
+- a quantized DFlash ``fc`` on SGLang releases whose DFlash drafter builds ``fc`` dense whatever the config
+  says (fact ``dflash_quantized_fc``, sglang#39087).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from specprobe.checkpoint.forms import DFLASH, MTP, detect_form
+from specprobe.checkpoint.quantized import (
+    dense_linears,
+    ignore_entries,
+    ignored,
+    quant_method,
+    quantization_config,
+    quantized_modules,
+)
+from specprobe.compat.engine_facts import answer, source_url
+from specprobe.findings import Finding, Severity
+from specprobe.rules import rule
+
+if TYPE_CHECKING:
+    from specprobe.context import CheckContext
+
+FAMILY = "quant"
+
+MTP_INHERITED = rule(
+    "QUANT-MTP-INHERITED",
+    FAMILY,
+    Severity.ERROR,
+    "MTP layers stored unquantized in a quantized target whose quantization_config does not exclude them: the "
+    "engine builds them with the target's quantization (load failure, or random MTP layers and ~0% acceptance)",
+    source_url("vllm", "0.33.0", "vllm/config/speculative.py"),
+    "https://github.com/vllm-project/vllm/issues/41789",
+    "https://github.com/vllm-project/vllm/pull/37667",
+    source_url("sglang", "0.5.23", "sglang/srt/arg_groups/serving_hook.py"),
+)
+PACKED_UNREAD = rule(
+    "QUANT-PACKED-UNREAD",
+    FAMILY,
+    Severity.ERROR,
+    "a drafter with packed or low-precision weights but no quantization_config: the engine builds it dense and the "
+    "packed tensors match no parameter (the layers keep their initialisation)",
+    source_url("vllm", "0.33.0", "vllm/model_executor/models/utils.py"),
+    source_url("sglang", "0.5.23", "sglang/srt/configs/model_config.py"),
+)
+DFLASH_FC_DENSE = rule(
+    "QUANT-DFLASH-FC-DENSE",
+    FAMILY,
+    Severity.ERROR,
+    "a quantized DFlash fc on an SGLang release whose DFlash drafter builds fc as a plain nn.Linear: "
+    "fc.weight_packed and its scales are skipped and fc stays random (accept length ~1.0)",
+    source_url("sglang", "0.5.23", "sglang/srt/models/dflash.py"),
+    "https://github.com/sgl-project/sglang/issues/39087",
+)
+
+_MTP_MODULE = re.compile(r"(^|\.)(mtp|nextn)(\.|$)")
+_LAYER = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(\d+)\.")
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _mtp_modules(ctx: CheckContext) -> list[str]:
+    """Linear modules of the MTP layers: under ``mtp.``/``nextn``, or DeepSeek-style layers past the
+    target's num_hidden_layers."""
+    layers = _int((ctx.draft_raw or {}).get("num_hidden_layers"))
+    text = (ctx.draft_raw or {}).get("text_config")
+    if layers is None and isinstance(text, dict):
+        layers = _int(text.get("num_hidden_layers"))
+    found = []
+    for module in dense_linears(ctx.checkpoint.tensors):
+        # Only the MTP decoder layers' own linears: the projection joining embedding and hidden state
+        # (Qwen's mtp.fc, DeepSeek's eh_proj) is built dense by some releases on purpose (a plain nn.Linear,
+        # or unquantized for NVFP4 checkpoints), so a dense copy of it proves nothing.
+        if not (".self_attn." in module or ".mlp." in module or ".linear_attn." in module):
+            continue
+        match = _LAYER.match(module + ".")
+        if _MTP_MODULE.search(module) or (match and layers is not None and int(match.group(1)) >= layers):
+            found.append(module)
+    return found
+
+
+def _engines_with(ctx: CheckContext, fact: str, value: str) -> dict[str, str]:
+    found = {}
+    for engine, version in ctx.engines:
+        known = answer(engine, version, fact)
+        if known is not None and known.value == value:
+            found[f"{engine}=={version}{known.judged_note}"] = known.evidence
+    return found
+
+
+def _mtp_inherited(ctx: CheckContext, config: dict[str, object]) -> Iterator[Finding]:
+    entries = ignore_entries(config)
+    exposed = [m for m in _mtp_modules(ctx) if not ignored(m, entries)]
+    engines = _engines_with(ctx, "mtp_quantization", "target")
+    if not exposed or not engines:
+        return
+    shown = ", ".join(exposed[:3]) + (f" and {len(exposed) - 3} more" if len(exposed) > 3 else "")
+    yield MTP_INHERITED.finding(
+        f"{len(exposed)} MTP linear(s) are stored dense ({shown}) while quantization_config ({quant_method(config)}) "
+        f"does not list them in its ignore list: {', '.join(engines)} build the MTP layers with the target's "
+        "quantization, so the dense weights meet quantized parameters (a shape assertion at load, or layers left "
+        "random and ~0% acceptance)",
+        location="config.json:quantization_config",
+        hint="add the MTP modules to the quantization_config ignore list (e.g. \"re:.*mtp.*\"), or quantize them "
+        "with the rest of the target",
+        evidence=tuple(dict.fromkeys(engines.values())),
+    )
+
+
+def _packed_unread(ctx: CheckContext) -> Iterator[Finding]:
+    packed = sorted(quantized_modules(ctx.checkpoint.tensors))
+    if not packed:
+        return
+    shown = ", ".join(packed[:3]) + (f" and {len(packed) - 3} more" if len(packed) > 3 else "")
+    yield PACKED_UNREAD.finding(
+        f"{len(packed)} module(s) are stored quantized ({shown}) but config.json has no quantization_config: the "
+        "engines build the drafter dense from its own config.json and the packed tensors load into nothing",
+        location="config.json",
+        hint="ship the quantization_config the drafter was quantized with (the quantizer writes it), or export the "
+        "drafter unquantized",
+    )
+
+
+def _dflash_fc(ctx: CheckContext) -> Iterator[Finding]:
+    if "fc" not in quantized_modules(ctx.checkpoint.tensors):
+        return
+    engines = _engines_with(ctx, "dflash_quantized_fc", "dense")
+    if not engines:
+        return
+    yield DFLASH_FC_DENSE.finding(
+        f"fc is stored quantized; {', '.join(engines)} build the DFlash fc as a plain nn.Linear and skip "
+        "fc.weight_packed and its scales, so fc keeps its initialisation (accept length ~1.0, no error)",
+        location=ctx.layout.location("fc.weight_packed") if ctx.layout.get("fc.weight_packed") else "fc",
+        hint="export fc unquantized (keep it in the quantizer's ignore list), or serve with vLLM, whose DFlash "
+        "drafter builds fc with the drafter's quantization_config",
+        evidence=tuple(dict.fromkeys(engines.values())),
+    )
+
+
+def run(ctx: CheckContext) -> Iterator[Finding]:
+    if not ctx.checkpoint.tensors:
+        return
+    form = detect_form(ctx.layout, ctx.draft_raw).form
+    config = quantization_config(ctx.draft_raw)
+    if form == MTP:
+        if config is not None:
+            yield from _mtp_inherited(ctx, config)
+        return
+    if config is None:
+        yield from _packed_unread(ctx)
+    if form == DFLASH:
+        yield from _dflash_fc(ctx)
