@@ -212,10 +212,13 @@ def compare(draft: TokenizerFacts, target: TokenizerFacts, *, map_size: int | No
             against.append(f"bos_token_id {draft.bos} ({draft.label}) vs {target.bos} ({target.label})")
         else:
             same.append(f"bos_token_id {draft.bos} on both")
-    against.extend(_beyond(draft, target))
-    against.extend(_beyond(target, draft))
     if map_size is not None and target.vocab_size is not None and map_size == target.vocab_size:
         same.append(f"the drafter's t2d covers the target's {map_size}-token vocabulary")
+    # Special ids outside the other side's declared vocabulary are weaker evidence: a vocab_size edited after
+    # training (which fix repairs) produces them too, so they decide only where nothing above says "same".
+    beyond = [*_beyond(draft, target), *_beyond(target, draft)]
+    if not against and not same:
+        against.extend(beyond)
     verdict = ANOTHER if against else SAME if same else UNKNOWN
     return Identity(verdict, tuple(dict.fromkeys(against)), tuple(dict.fromkeys(same)),
                     (draft.vocab_size, target.vocab_size))
