@@ -28,8 +28,8 @@ from specprobe.deploy.model import Deployment, parse_speculative
 from specprobe.engines.versions import parse_version
 from specprobe.findings import Finding, Severity, SpecprobeError
 from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
+from specprobe.rules import launch_classes, within_lifecycle
 from specprobe.rules import lint as rules
-from specprobe.rules import within_lifecycle
 from specprobe.rules.compat import verdict_finding
 from specprobe.rules.internal import internal_error
 from specprobe.schema.jsonschema_export import to_json_schema
@@ -428,6 +428,7 @@ def lint_deployment(
         if command.engine == "vllm":
             result = LintResult()
             _lint_vllm(command, schema, result)
+            result.findings.extend(launch_classes.run_vllm(command, version or schema.version))
         else:
             target_path = deployment.resolve_path(deployment.target or command.model)
             local_target = target_path if target_path is not None and exists(target_path) else command.model
