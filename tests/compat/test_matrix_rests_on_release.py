@@ -33,6 +33,8 @@ REPORTED_ONLY = frozenset({
     "vllm-medusa-mlp-speculator-removed", "vllm-mlp-speculator-unrouted-v1", "vllm-lora-spec-decode",
     "vllm-min-p-spec-decode", "vllm-logit-bias-spec-decode", "vllm-pipeline-parallel-spec-decode",
     "vllm-eagle3-sliding-window-target", "vllm-draft-model-multi-kv-group-drafter",
+    # A state-indexing race under load (vllm#40738, open): the range is the reports', not a release fact.
+    "vllm-model-free-hybrid-linear-target",
 })
 
 
