@@ -22,6 +22,7 @@ from specprobe.checkpoint.forms import (
     method_forms,
 )
 from specprobe.compat.engine_facts import answer, source_url
+from specprobe.engines.facts import newest_read
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 from specprobe.schema.families import family_of
@@ -70,6 +71,16 @@ BLOCK_LAYERS = rule(
     "https://github.com/sgl-project/sglang/issues/37475",
 )
 
+BLOCK_SLIDING = rule(
+    "BLOCK-SLIDING-WINDOW",
+    FAMILY,
+    Severity.WARNING,
+    "a DFlash drafter trained with sliding-window layers on a release whose DFlash drafter gives every layer full "
+    "attention: acceptance collapses once the context passes the window",
+    source_url("vllm", "0.24.0", "vllm/model_executor/models/qwen3_dflash.py"),
+    "https://github.com/z-lab/dflash/issues/126",
+)
+
 _APPLIES: dict[str, str] = {
     DRAFT_MODEL: "files, safety, tokenizer identity, draft-model vocabulary",
     DFLASH: "files, safety, tokenizer identity, target_layer_ids against the target and fc, quantized tensors",
@@ -105,7 +116,7 @@ def _draft_model_vocab(ctx: CheckContext) -> Iterator[Finding]:
     if not refusing:
         return
     yield DRAFT_MODEL_VOCAB.finding(
-        f"draft vocab_size {draft}, target vocab_size {target}: {', '.join(refusing)} refuse the pair at start "
+        f"draft vocab_size {draft}, target vocab_size {target}: refused at start by {', '.join(refusing)} "
         '("Target and draft model should have the same vocabulary size" / "STANDALONE speculative decoding '
         'requires the draft model to share the same vocabulary")',
         location="config.json:vocab_size",
@@ -147,6 +158,32 @@ def _block_layers(ctx: CheckContext) -> Iterator[Finding]:
             location=where,
             hint="the drafter was trained for another target, or the ids are off by one",
         )
+    yield from _block_fc_width(ctx, ids)
+
+
+def _block_sliding(ctx: CheckContext) -> Iterator[Finding]:
+    layer_types = (ctx.draft_raw or {}).get("layer_types")
+    if not isinstance(layer_types, list) or "sliding_attention" not in layer_types:
+        return
+    sliding = sum(1 for t in layer_types if t == "sliding_attention")
+    for engine, version in ctx.engines:
+        found = answer(engine, version, "dflash_sliding_window")
+        if found is None or found.value != "full_attention":
+            continue
+        since = answer(engine, newest_read()[engine], "dflash_sliding_window")
+        yield BLOCK_SLIDING.finding(
+            f"{engine}=={version}{found.judged_note}: {sliding} of {len(layer_types)} draft layers were trained with "
+            "sliding-window attention, and this release's DFlash drafter gives them full attention: per-position "
+            "acceptance falls towards 0 once the context passes the window",
+            location="config.json:layer_types",
+            key="config.json:layer_types",
+            hint=f"serve with {engine} {since.versions if since else 'newer'} (which applies the window), or a "
+            "drafter trained with full attention",
+            evidence=(found.evidence,),
+        )
+
+
+def _block_fc_width(ctx: CheckContext, ids: list[int]) -> Iterator[Finding]:
     fc = ctx.layout.get("fc.weight")
     hidden = ctx.target_config.hidden_size if ctx.target_config is not None else None
     if fc is not None and len(fc.shape) == 2 and hidden and fc.shape[1] != len(ids) * hidden:
@@ -172,3 +209,5 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
         yield from _draft_model_vocab(ctx)
     elif form in (DFLASH, DSPARK):
         yield from _block_layers(ctx)
+        if form == DFLASH:
+            yield from _block_sliding(ctx)
