@@ -178,6 +178,14 @@ def _missing_tensors(ctx: CheckContext) -> list[str]:
     wanted.append("norm")
     if uses_aux_hidden_states(ctx):
         wanted.append("fc")
+        # EAGLE-3.1 (speculators): the config asks for norms over fc's inputs; vLLM builds them from
+        # config.json and loads nothing into them when the checkpoint lacks them (llama_eagle3.py).
+        eagle_config = ctx.draft.get("eagle_config")
+        nested = eagle_config if isinstance(eagle_config, dict) else {}
+        if ctx.draft.get("fc_norm") is True:
+            wanted.append("fc_norm")
+        if nested.get("norm_before_fc", ctx.draft.get("norm_before_fc")) is True:
+            wanted.append("input_norm|norm_before_fc")
     missing = []
     for alternatives in wanted:
         options = alternatives.split("|")
