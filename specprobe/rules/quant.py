@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from specprobe.checkpoint.forms import DFLASH, MTP, detect_form
+from specprobe.checkpoint.forms import DFLASH, DSPARK, EAGLE3, MTP, detect_form
 from specprobe.checkpoint.quantized import (
     dense_linears,
     ignore_entries,
@@ -64,6 +64,19 @@ DFLASH_FC_DENSE = rule(
     "https://github.com/sgl-project/sglang/issues/39087",
 )
 
+ROTATED_TARGET = rule(
+    "QUANT-ROTATED-TARGET",
+    FAMILY,
+    Severity.WARNING,
+    "a drafter reading the hidden states of a rotation-quantized target (QuaRot, SpinQuant, ModelSlim rotation) "
+    "with no rotation of its own: releases that do not rotate the drafter serve it rotated hidden states "
+    "(acceptance length 1.07 vs 3.09 measured)",
+    "https://github.com/vllm-project/vllm-ascend/issues/5974",
+    "https://github.com/vllm-project/vllm-ascend/pull/7038",
+    "https://github.com/vllm-project/vllm/issues/36223",
+)
+
+_ROTATION = re.compile(r"quarot|spinquant|rotation|hadamard", re.IGNORECASE)
 _MTP_MODULE = re.compile(r"(^|\.)(mtp|nextn)(\.|$)")
 _LAYER = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?layers\.(\d+)\.")
 
@@ -150,6 +163,44 @@ def _dflash_fc(ctx: CheckContext) -> Iterator[Finding]:
     )
 
 
+def _rotation_marks(value: object, depth: int = 0) -> list[str]:
+    """Keys or string values naming a rotation, in a (bounded walk of a) quantization config."""
+    if depth > 6:
+        return []
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, inner in list(value.items())[:200]:
+            if isinstance(key, str) and _ROTATION.search(key) and inner not in (False, None, [], {}):
+                found.append(key[:60])
+            found.extend(_rotation_marks(inner, depth + 1))
+    elif isinstance(value, list):
+        for inner in value[:200]:
+            found.extend(_rotation_marks(inner, depth + 1))
+    elif isinstance(value, str) and _ROTATION.search(value):
+        found.append(value[:60])
+    return found
+
+
+def _rotated_target(ctx: CheckContext) -> Iterator[Finding]:
+    if ctx.target_config is None:
+        return
+    marks = _rotation_marks(quantization_config(ctx.target_config.raw) or {})
+    if not marks or _rotation_marks(ctx.draft_raw or {}):
+        return  # a drafter whose own config names the rotation was made for the rotated target
+    engines = _engines_with(ctx, "rotated_target_drafter", "unrotated")
+    if not engines:
+        return
+    yield ROTATED_TARGET.finding(
+        f"the target's quantization_config names a rotation ({', '.join(dict.fromkeys(marks))}) and the drafter's "
+        f"config does not: {', '.join(engines)} apply no rotation to the drafter, which then reads rotated hidden "
+        "states it was not trained on (acceptance collapses)",
+        location="config.json",
+        hint="train the drafter on the rotated target, or apply the rotation's transpose to fc (and embed_tokens) "
+        "as vllm-ascend does; serving the unrotated target keeps the drafter's acceptance",
+        evidence=tuple(dict.fromkeys(engines.values())),
+    )
+
+
 def run(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.checkpoint.tensors:
         return
@@ -163,3 +214,5 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
         yield from _packed_unread(ctx)
     if form == DFLASH:
         yield from _dflash_fc(ctx)
+    if form in (EAGLE3, DFLASH, DSPARK):
+        yield from _rotated_target(ctx)
