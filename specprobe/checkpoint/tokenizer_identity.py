@@ -207,11 +207,13 @@ def compare(draft: TokenizerFacts, target: TokenizerFacts, *, map_size: int | No
             f"added token {i} is {draft.added[i]!r} for the {draft.label} and {target.added[i]!r} for the "
             f"{target.label}"
         )
+    identical_files = draft.vocab_digest is not None and draft.vocab_digest == target.vocab_digest
     if draft.bos is not None and target.bos is not None:
-        if draft.bos != target.bos:
-            against.append(f"bos_token_id {draft.bos} ({draft.label}) vs {target.bos} ({target.label})")
-        else:
+        if draft.bos == target.bos:
             same.append(f"bos_token_id {draft.bos} on both")
+        elif not identical_files:
+            # Identical tokenizer.json files outweigh a bos_token_id copied from another model's config.
+            against.append(f"bos_token_id {draft.bos} ({draft.label}) vs {target.bos} ({target.label})")
     if map_size is not None and target.vocab_size is not None and map_size == target.vocab_size:
         same.append(f"the drafter's t2d covers the target's {map_size}-token vocabulary")
     # Special ids outside the other side's declared vocabulary are weaker evidence: a vocab_size edited after

@@ -249,3 +249,16 @@ def test_hostile_tokenizer_files_are_data(tmp_path: Path, tokenizer: Any, config
     facts = read_facts("drafter", config if isinstance(config, dict) else None, files)
     other = read_facts("target", None, {"tokenizer.json": tmp_path / "broken.json"})
     assert compare(facts, other).verdict in (SAME, ANOTHER, UNKNOWN)
+
+
+def test_identical_tokenizer_files_outweigh_a_copied_bos_id(tmp_path: Path) -> None:
+    """A Qwen3 drafter whose config.json kept a template's Llama bos_token_id, shipped with the target's
+    own tokenizer.json: one tokenizer, no error."""
+    draft_dir, target_dir = _pair(
+        tmp_path, _with(QWEN3_EAGLE3, bos_token_id=128000), {"preset": "Qwen/Qwen3-8B"},
+        draft_files={"tokenizer.json": _tokenizer_json(QWEN_TOKENS)},
+        target_files={"tokenizer.json": _tokenizer_json(QWEN_TOKENS)},
+    )
+    report = run_check(draft_dir, target=str(target_dir), engine="vllm==0.33.0")
+    assert "TOKENIZER-MISMATCH" not in report.fired() and report.ok
+
