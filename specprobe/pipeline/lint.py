@@ -433,6 +433,10 @@ def lint_deployment(
             target_path = deployment.resolve_path(deployment.target or command.model)
             local_target = target_path if target_path is not None and exists(target_path) else command.model
             result = _lint_sglang(command, schema, version, local_target)
+        mtp_target = deployment.resolve_path(deployment.target or command.model)
+        result.findings.extend(
+            launch_classes.run_mtp_target(command.engine, version or schema.version, result.method, mtp_target)
+        )
     except Exception as exc:  # a bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass
         result = LintResult(findings=[internal_error(f"lint of the {command.engine} command", exc)])
     # The matrix's CPU-platform entries (compat_matrix/platform.yaml) are about vLLM's CPU MLA backend;

@@ -1,5 +1,6 @@
 """Launch-time failure classes judged from the serve command (lint / gate): values the release accepts and
-then ignores, and CUDA-graph capture sizes narrower than the speculative decode batch.
+then ignores, CUDA-graph capture sizes narrower than the speculative decode batch, and, for MTP methods, the
+MTP layers of the local target checkpoint against its quantization_config.
 
 Each rule reads what a release does from the engine facts (``specprobe.engines.facts``) or from the
 release's own source cited in its evidence; the command is the ``ServeCommand`` lint parsed.
@@ -9,12 +10,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
+from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.compat.engine_facts import answer, source_url
 from specprobe.deploy.argv import ServeCommand
 from specprobe.deploy.model import parse_speculative
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
+from specprobe.rules.quant import mtp_inherited
+from specprobe.schema.families import family_of
+from specprobe.untrusted.files import is_dir
 
 FAMILY = "launch"
 VLLM_CUDAGRAPH = source_url("vllm", "0.33.0", "vllm/config/vllm.py")
@@ -126,3 +132,16 @@ def run_vllm(command: ServeCommand, version: str) -> Iterator[Finding]:
         return
     yield from _ignored_keys(settings.values, version)
     yield from _capture_width(command, settings.values)
+
+
+def run_mtp_target(engine: str, version: str, method: str | None, target: Path | None) -> Iterator[Finding]:
+    """MTP heads ship in the target checkpoint, which no drafter check reads: with an MTP method and a local
+    target folder, the target's MTP layers against its quantization_config (QUANT-MTP-INHERITED)."""
+    if method is None or family_of(method) != "mtp" or target is None or not is_dir(target):
+        return
+    try:
+        checkpoint = load_checkpoint(target)
+    except OSError:
+        return  # an unreadable target is reported where the target is examined
+    if checkpoint.config_raw is not None:
+        yield from mtp_inherited(checkpoint.tensors, checkpoint.config_raw, [(engine, version)])

@@ -13,9 +13,10 @@ Three classes, each silent at serving time (acceptance near zero, no error):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
+from specprobe.checkpoint.folder import TensorInfo
 from specprobe.checkpoint.forms import DFLASH, DSPARK, EAGLE3, MTP, detect_form
 from specprobe.checkpoint.quantized import (
     dense_linears,
@@ -85,15 +86,15 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _mtp_modules(ctx: CheckContext) -> list[str]:
+def _mtp_modules(tensors: Mapping[str, TensorInfo], raw: Mapping[str, object]) -> list[str]:
     """Linear modules of the MTP layers: under ``mtp.``/``nextn``, or DeepSeek-style layers past the
     target's num_hidden_layers."""
-    layers = _int((ctx.draft_raw or {}).get("num_hidden_layers"))
-    text = (ctx.draft_raw or {}).get("text_config")
+    layers = _int(raw.get("num_hidden_layers"))
+    text = raw.get("text_config")
     if layers is None and isinstance(text, dict):
         layers = _int(text.get("num_hidden_layers"))
     found = []
-    for module in dense_linears(ctx.checkpoint.tensors):
+    for module in dense_linears(tensors):
         # Only the MTP decoder layers' own linears: the projection joining embedding and hidden state
         # (Qwen's mtp.fc, DeepSeek's eh_proj) is built dense by some releases on purpose (a plain nn.Linear,
         # or unquantized for NVFP4 checkpoints), so a dense copy of it proves nothing.
@@ -105,31 +106,37 @@ def _mtp_modules(ctx: CheckContext) -> list[str]:
     return found
 
 
-def _engines_with(ctx: CheckContext, fact: str, value: str) -> dict[str, str]:
+def _engines_with(engines: Iterable[tuple[str, str]], fact: str, value: str) -> dict[str, str]:
     found = {}
-    for engine, version in ctx.engines:
+    for engine, version in engines:
         known = answer(engine, version, fact)
         if known is not None and known.value == value:
             found[f"{engine}=={version}{known.judged_note}"] = known.evidence
     return found
 
 
-def _mtp_inherited(ctx: CheckContext, config: dict[str, object]) -> Iterator[Finding]:
+def mtp_inherited(
+    tensors: Mapping[str, TensorInfo], raw: Mapping[str, object], engines: Iterable[tuple[str, str]]
+) -> Iterator[Finding]:
+    """QUANT-MTP-INHERITED for a target checkpoint (its tensors and config.json) served with MTP."""
+    config = quantization_config(raw)
+    if config is None:
+        return
     entries = ignore_entries(config)
-    exposed = [m for m in _mtp_modules(ctx) if not ignored(m, entries)]
-    engines = _engines_with(ctx, "mtp_quantization", "target")
-    if not exposed or not engines:
+    exposed = [m for m in _mtp_modules(tensors, raw) if not ignored(m, entries)]
+    serving = _engines_with(engines, "mtp_quantization", "target")
+    if not exposed or not serving:
         return
     shown = ", ".join(exposed[:3]) + (f" and {len(exposed) - 3} more" if len(exposed) > 3 else "")
     yield MTP_INHERITED.finding(
         f"{len(exposed)} MTP linear(s) are stored dense ({shown}) while quantization_config ({quant_method(config)}) "
-        f"does not list them in its ignore list: {', '.join(engines)} build the MTP layers with the target's "
+        f"does not list them in its ignore list: {', '.join(serving)} build the MTP layers with the target's "
         "quantization, so the dense weights meet quantized parameters (a shape assertion at load, or layers left "
         "random and ~0% acceptance)",
         location="config.json:quantization_config",
         hint="add the MTP modules to the quantization_config ignore list (e.g. \"re:.*mtp.*\"), or quantize them "
         "with the rest of the target",
-        evidence=tuple(dict.fromkeys(engines.values())),
+        evidence=tuple(dict.fromkeys(serving.values())),
     )
 
 
@@ -150,7 +157,7 @@ def _packed_unread(ctx: CheckContext) -> Iterator[Finding]:
 def _dflash_fc(ctx: CheckContext) -> Iterator[Finding]:
     if "fc" not in quantized_modules(ctx.checkpoint.tensors):
         return
-    engines = _engines_with(ctx, "dflash_quantized_fc", "dense")
+    engines = _engines_with(ctx.engines, "dflash_quantized_fc", "dense")
     if not engines:
         return
     yield DFLASH_FC_DENSE.finding(
@@ -187,7 +194,7 @@ def _rotated_target(ctx: CheckContext) -> Iterator[Finding]:
     marks = _rotation_marks(quantization_config(ctx.target_config.raw) or {})
     if not marks or _rotation_marks(ctx.draft_raw or {}):
         return  # a drafter whose own config names the rotation was made for the rotated target
-    engines = _engines_with(ctx, "rotated_target_drafter", "unrotated")
+    engines = _engines_with(ctx.engines, "rotated_target_drafter", "unrotated")
     if not engines:
         return
     yield ROTATED_TARGET.finding(
@@ -207,8 +214,7 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
     form = detect_form(ctx.layout, ctx.draft_raw).form
     config = quantization_config(ctx.draft_raw)
     if form == MTP:
-        if config is not None:
-            yield from _mtp_inherited(ctx, config)
+        yield from mtp_inherited(ctx.checkpoint.tensors, ctx.draft_raw or {}, ctx.engines)
         return
     if config is None:
         yield from _packed_unread(ctx)

@@ -262,3 +262,28 @@ def test_identical_tokenizer_files_outweigh_a_copied_bos_id(tmp_path: Path) -> N
     report = run_check(draft_dir, target=str(target_dir), engine="vllm==0.33.0")
     assert "TOKENIZER-MISMATCH" not in report.fired() and report.ok
 
+
+
+@pytest.mark.parametrize(
+    ("argv", "engine"),
+    [
+        (["vllm", "serve", "{t}", "--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'],
+         "vllm==0.33.0"),
+        (["python", "-m", "sglang.launch_server", "--model-path", "{t}", "--speculative-algorithm", "NEXTN",
+          "--speculative-num-steps", "1", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "2"],
+         "sglang==0.5.23"),
+    ],
+)
+def test_lint_reads_the_mtp_layers_of_a_local_target(tmp_path: Path, argv: list[str], engine: str) -> None:
+    """MTP heads live in the target checkpoint: lint of an MTP launch examines the target's MTP layers."""
+    from specprobe.pipeline.gate import lint_command
+    from tests.check.formbuild import build_form_case
+
+    verdicts = {}
+    for name, quantized in (("dense-mtp", False), ("quantized-mtp", True)):
+        folder = tmp_path / name
+        build_form_case(folder, {"form": "mtp", "preset": "Qwen3-Next-FP8-small",
+                                 "config_set": {"_mtp_quantized": quantized}})
+        report = lint_command([a.replace("{t}", str(folder)) for a in argv], engine=engine)
+        verdicts[name] = "QUANT-MTP-INHERITED" in report.fired()
+    assert verdicts == {"dense-mtp": True, "quantized-mtp": False}
