@@ -18,6 +18,7 @@ a hub id), so a hub reader can be put behind it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable
@@ -117,6 +118,27 @@ def _vocab_digest(tokenizer: dict[str, Any]) -> tuple[str | None, int | None, di
     return digest, len(items), added
 
 
+def _tokenizer_digest(path: Path) -> tuple[str | None, int | None, dict[int, str]]:
+    """The vocabulary digest of one tokenizer.json, computed once per file version in a run (check's
+    tokenizer and target families both ask; a published file is ~10 MB of JSON)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None, None, {}
+    digest, entries, added = _cached_digest(str(path), stat.st_size, stat.st_mtime_ns)
+    return digest, entries, dict(added)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_digest(path: str, size: int, mtime_ns: int) -> tuple[str | None, int | None, tuple[tuple[int, str], ...]]:
+    del size, mtime_ns  # the cache key: a file rewritten in place is read again
+    tokenizer = _load(Path(path), MAX_TOKENIZER_JSON_BYTES)
+    if not isinstance(tokenizer, dict):
+        return None, None, ()
+    digest, entries, added = _vocab_digest(tokenizer)
+    return digest, entries, tuple(sorted(added.items()))
+
+
 def read_facts(
     label: str, config: dict[str, Any] | None, files: dict[str, Path], *, vocab_size: int | None = None
 ) -> TokenizerFacts:
@@ -140,9 +162,7 @@ def read_facts(
     digest = entries = None
     added: dict[int, str] = {}
     if "tokenizer.json" in files:
-        tokenizer = _load(files["tokenizer.json"], MAX_TOKENIZER_JSON_BYTES)
-        if isinstance(tokenizer, dict):
-            digest, entries, added = _vocab_digest(tokenizer)
+        digest, entries, added = _tokenizer_digest(files["tokenizer.json"])
     return TokenizerFacts(
         label=label,
         vocab_size=vocab_size if vocab_size is not None else _int(raw.get("vocab_size")),
