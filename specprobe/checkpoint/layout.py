@@ -79,6 +79,14 @@ def _canonical(name: str) -> str:
     return name
 
 
+def _block_drafter(raw: dict[str, Any], archs: object) -> bool:
+    """A DFlash/DSpark block drafter: its architecture or its ``dflash_config`` says so."""
+    names = " ".join(a for a in archs if isinstance(a, str)).lower() if isinstance(archs, list) else ""
+    return "dflash" in names or "dspark" in names or isinstance(raw.get("dflash_config"), dict) or (
+        raw.get("dspark_block_size") is not None
+    )
+
+
 def detect_layout(ckpt: Checkpoint, config: dict[str, Any] | None) -> Layout:
     """Name the format from config.json and the tensor names (never from tensor data)."""
     raw = config or {}
@@ -114,7 +122,9 @@ def detect_layout(ckpt: Checkpoint, config: dict[str, Any] | None) -> Layout:
         or "eagle_aux_hidden_state_layer_ids" in effective
     )
     draft_format: str | None = None
-    if architecture is not None and architecture.startswith("Eagle") and not architecture.startswith("Eagle3"):
+    if _block_drafter(raw, archs):
+        draft_format = None  # DFlash/DSpark: fc over target layers too, but a block drafter (checkpoint.forms)
+    elif architecture is not None and architecture.startswith("Eagle") and not architecture.startswith("Eagle3"):
         draft_format = None  # EAGLE-1/2 (EagleLlamaForCausalLM, ...): not an EAGLE-3 drafter
     elif is_speculators(raw):
         draft_format = "speculators"

@@ -279,6 +279,28 @@ def _unexpanded_notes(deployment: Deployment) -> list[Finding]:
 _JOINED_FLAGS = re.compile(r"(^|\s)--?[A-Za-z][A-Za-z0-9_-]*")
 
 
+def known_text(word: str) -> str:
+    """``word`` with each unexpanded part (a variable, ``$(...)`` with its parentheses) replaced by one
+    non-blank placeholder: what the shell passes whatever those parts hold."""
+    out: list[str] = []
+    i = 0
+    while i < len(word):
+        match = UNEXPANDED.match(word, i)
+        if match is None:
+            out.append(word[i])
+            i += 1
+            continue
+        end = match.end()
+        if match.group(0) == "$(":
+            depth = 1
+            while end < len(word) and depth:
+                depth += {"(": 1, ")": -1}.get(word[end], 0)
+                end += 1
+        out.append("\x00")
+        i = end
+    return "".join(out)
+
+
 def _joined_flag_notes(deployment: Deployment) -> list[Finding]:
     """One error per launch argument that holds several flags in one word.
 
@@ -294,7 +316,11 @@ def _joined_flag_notes(deployment: Deployment) -> list[Finding]:
     notes = []
     values = set(command.value_positions.values()) - flag_tokens
     for index in range(start, len(deployment.argv)):
-        word = deployment.argv[index]
+        raw = deployment.argv[index]
+        # Unknown parts (`$2`, `$(...)`) may expand to anything, but the blanks and flags written around them
+        # are there whatever their value: the word is judged on what is known, each unknown part standing
+        # for one non-blank character.
+        word = known_text(raw)
         if index in flag_tokens:
             joined = any(char.isspace() for char in word.partition("=")[0])  # "--port 8000" as one word
         elif index in values:
@@ -303,12 +329,12 @@ def _joined_flag_notes(deployment: Deployment) -> list[Finding]:
         else:
             joined = bool(_JOINED_FLAGS.search(word)) and any(char.isspace() for char in word)
         # A word still holding `$(...)` or an unset variable is not known: what it splits into is not either.
-        if joined and not word.lstrip().startswith(("{", "[")) and not UNEXPANDED.search(word):
+        if joined and not word.lstrip().startswith(("{", "[")):
             note = rules.VALUE.finding(
-                f"the launch argument {shown_command([word], 1)!r} holds several flags in one word: the engine "
+                f"the launch argument {shown_command([raw], 1)!r} holds several flags in one word: the engine "
                 "receives it as one argument (a quoted \"$VAR\" or one YAML item), reads no flag from it and "
                 "refuses to start (unrecognized arguments, or no model)",
-                location=word.strip()[:40],
+                location=raw.strip()[:40],
                 hint='Split it: leave the variable unquoted ($ARGS), or build an array and run "${ARGS[@]}"; in '
                 "YAML give each flag and value as its own list item.",
             )

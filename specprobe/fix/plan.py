@@ -21,6 +21,7 @@ from specprobe.checkpoint.folder import Checkpoint, TensorInfo, draft_folder, lo
 from specprobe.checkpoint.layout import DRAFT_FORMATS, Layout, detect_layout, effective_draft_config
 from specprobe.checkpoint.rewrite import ByteRange, sha256_range, sha256_ranges
 from specprobe.checkpoint.safetensors_header import DTYPE_SIZES, INTEGER_DTYPES, HeaderError, read_tensor
+from specprobe.checkpoint.tokenizer_identity import ANOTHER, SAME, Identity, compare, facts_of
 from specprobe.checkpoint.vocab import MAX_VOCAB_MAP_BYTES, read_vocab_tensor
 from specprobe.compat.engine_facts import (
     default_aux_layers,
@@ -50,6 +51,8 @@ from specprobe.fix.model import FixPlan, PlannedTensor, TargetFiles
 from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config, resolve_config_path
 from specprobe.rules import fix as rules
 from specprobe.rules.shapes import aux_ids_problem, aux_layer_sources
+from specprobe.rules.tokenizer import MISMATCH as TOKENIZER_MISMATCH
+from specprobe.rules.tokenizer import RETRAIN
 from specprobe.untrusted.files import expand_user, is_dir
 
 # Formats fix writes (the MLA drafters keep their own format; only their config and names are fixed).
@@ -80,6 +83,16 @@ def _int(value: Any) -> int | None:
 
 
 # --- inputs ---------------------------------------------------------------------------------------
+
+
+def tokenizer_identity(draft_dir: Path, raw: dict[str, Any], layout: Layout, target: TargetFiles) -> Identity:
+    """Whether the drafter was trained with the target's tokenizer (``checkpoint.tokenizer_identity``)."""
+    t2d = layout.get("t2d")
+    map_size = t2d.shape[0] if t2d is not None and len(t2d.shape) == 1 else None
+    draft_vocab = _int(effective_draft_config(raw).get("vocab_size"))
+    draft = facts_of("drafter", raw, draft_dir, draft_vocab)
+    target_facts = facts_of("target", target.config.raw, target.folder or target.spec, _int(target.config.vocab_size))
+    return compare(draft, target_facts, map_size=map_size)
 
 
 def parse_release(engine: str) -> tuple[str, str]:
@@ -135,6 +148,7 @@ class _Planner:
         self.format_out = format_out
         self.target = target
         self.engine, self.version = engine, version
+        self.identity: Identity | None = None
 
     # -- preconditions
     def usable(self) -> bool:
@@ -162,6 +176,15 @@ class _Planner:
                 "hidden states): fix rewrites EAGLE-3 drafters only",
                 location="config.json:architectures",
             )
+        else:
+            self.identity = tokenizer_identity(self.checkpoint.root, self.raw, self.layout, self.target)
+            if self.identity.verdict == ANOTHER:
+                plan.block(
+                    rules.UNFIXABLE,
+                    f"the drafter and the target have different tokenizers ({self.identity.evidence}): {RETRAIN}",
+                    location="config.json",
+                    evidence=TOKENIZER_MISMATCH.evidence,
+                )
         return not plan.blockers
 
     # -- format and architecture
@@ -451,6 +474,20 @@ class _Planner:
         embed_rows = embed.shape[0] if embed is not None and len(embed.shape) == 2 else None
         # A drafter that ships its own embedding keeps the vocab_size it has rows for.
         if target_vocab is not None and declared_vocab != target_vocab and embed_rows in (None, target_vocab):
+            if declared_vocab is not None and (self.identity is None or self.identity.verdict != SAME):
+                # Rewriting vocab_size makes a drafter of another tokenizer load and propose ids that mean
+                # other tokens: it is done only where the files show one tokenizer on both sides.
+                self.plan.block(
+                    rules.MISSING_INFO,
+                    f"vocab_size {declared_vocab} differs from the target's {target_vocab} and nothing in the files "
+                    "shows the drafter was trained with the target's tokenizer (no tokenizer.json or bos_token_id on "
+                    "both sides, no t2d over the target's vocabulary): a padding cannot be told from another "
+                    "tokenizer",
+                    location="config.json:vocab_size",
+                    hint="ship the training tokenizer's tokenizer.json (or bos_token_id) with the drafter and run fix "
+                    "again",
+                )
+                return
             config["vocab_size"] = target_vocab
             self.plan.change(
                 rules.DRAFT_VOCAB, "vocab_size", declared_vocab, target_vocab,

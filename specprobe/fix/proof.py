@@ -14,12 +14,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.checkpoint.layout import detect_layout
 from specprobe.checkpoint.rewrite import sha256_range
+from specprobe.checkpoint.tokenizer_identity import ANOTHER, SAME
 from specprobe.findings import Finding, Report, Severity
 from specprobe.fix.apply import Written
 from specprobe.fix.model import FixPlan, TargetFiles
-from specprobe.fix.plan import tensor_digest
+from specprobe.fix.plan import tensor_digest, tokenizer_identity
 from specprobe.pipeline.check import build_context, run_check
+from specprobe.rules import fix as rules
 from specprobe.rules.exact import check_exact
 
 # The reference comparison loads the target's embedding and both drafters in float32: only for targets
@@ -48,6 +52,13 @@ class Proof:
     tensors: list[TensorProof] = field(default_factory=list)
     logits: dict[str, Any] | None = None
     exact: dict[str, Any] | None = None
+    tokenizer: dict[str, Any] | None = None
+
+    @property
+    def tokenizer_refuted(self) -> bool:
+        """The copy's own files show another tokenizer, or the fix changed vocab_size and they no longer show
+        one tokenizer: the copy would propose ids that mean other tokens."""
+        return self.tokenizer is not None and not self.tokenizer.get("ok", True)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -63,12 +74,26 @@ class Proof:
             ],
             "logits": self.logits,
             "exact": self.exact,
+            "tokenizer": self.tokenizer,
         }
 
 
 def check_copy(folder: Path, plan: FixPlan) -> Report:
     """`check` of the copy for the release the plan is for (the same library call `specprobe check` makes)."""
     return run_check(folder, target=plan.target.spec, engine=plan.engine_label, method="eagle3")
+
+
+def tokenizer_proof(folder: Path, plan: FixPlan) -> dict[str, Any]:
+    """The copy's tokenizer against the target's, read again from the copy's own files (config.json, the
+    tokenizer files copied beside it, its t2d): the check that fails for the class a vocab_size rewrite
+    repairs when the drafter was trained with another tokenizer. A copy whose vocab_size was rewritten must
+    show one tokenizer; any copy must not show another."""
+    copy = load_checkpoint(folder)
+    layout = detect_layout(copy, copy.config_raw)
+    found = tokenizer_identity(folder, copy.config_raw or {}, layout, plan.target)
+    resized = any(change.rule is rules.DRAFT_VOCAB and change.what == "vocab_size" for change in plan.changes)
+    ok = found.verdict != ANOTHER and (found.verdict == SAME or not resized)
+    return {"verdict": found.verdict, "evidence": found.evidence, "vocab_size_rewritten": resized, "ok": ok}
 
 
 def checksums(plan: FixPlan, written: Written) -> list[TensorProof]:

@@ -20,6 +20,7 @@ from specprobe.fix.alternatives import Alternatives, find_alternatives, matrix_f
 from specprobe.fix.model import Blocker, FixPlan
 from specprobe.fix.plan import build_plan, load_target
 from specprobe.rules import fix as rules
+from specprobe.rules.tokenizer import RETRAIN
 from specprobe.untrusted.files import expand_user
 
 
@@ -126,6 +127,14 @@ def run_fix(options: FixOptions) -> Report:
         report.extra["proof"] = proof.to_json_dict()
         if proof.check_errors:
             return _refuse(report, plan, options, _residual_blockers_from(proof, plan))
+        if proof.tokenizer_refuted:
+            tokenizer = proof.tokenizer or {}
+            return _refuse(report, plan, options, [Blocker(
+                rules.UNFIXABLE,
+                f"the copy's tokenizer against the target's: {tokenizer.get('verdict')} "
+                f"({tokenizer.get('evidence')}); {RETRAIN}",
+                location="config.json:vocab_size",
+            )])
         _proof_findings(report, plan, proof, shadow=options.plan_only)
         if out is not None and not options.plan_only and report.ok:
             applying.publish(folder, out)
@@ -147,6 +156,7 @@ def _prove(plan: FixPlan, folder: Path, written: applying.Written, *, shadow: bo
     result = proving.Proof(
         check_errors=[f for f in check.findings if f.severity is Severity.ERROR],
         check_warnings=check.summary.warnings,
+        tokenizer=proving.tokenizer_proof(folder, plan),
     )
     if result.check_errors or shadow:
         return result
@@ -162,6 +172,14 @@ def _proof_findings(report: Report, plan: FixPlan, proof: proving.Proof, *, shad
     report.add(
         rules.PROOF.finding(
             f"check of {what} for {plan.engine_label}: no errors, {proof.check_warnings} warning(s)",
+        )
+    )
+    tokenizer = proof.tokenizer or {}
+    report.add(
+        rules.PROOF.finding(
+            f"tokenizer of {what} against the target's: {tokenizer.get('verdict')} ({tokenizer.get('evidence')})"
+            + ("; vocab_size was rewritten, so one tokenizer had to be shown" if tokenizer.get("vocab_size_rewritten")
+               else ""),
         )
     )
     if shadow:

@@ -24,10 +24,13 @@ from specprobe.rules import (
     engine_config,
     files,
     layout,
+    methods,
     platform,
+    quant,
     safety,
     shapes,
     target,
+    tokenizer,
     vocab,
     within_lifecycle,
 )
@@ -69,8 +72,8 @@ def engine_versions(spec: EngineSpec) -> list[tuple[str, str]]:
 def _families() -> list[Family]:
     # compat last: the matrix verdicts for this drafter/target/engine pairing, once the checkpoint's
     # own findings are in.
-    return [files.run, safety.run, layout.run, shapes.run, vocab.run, target.run, engine_config.run, platform.run,
-            deep.run, compat.run]
+    return [files.run, safety.run, layout.run, methods.run, shapes.run, vocab.run, tokenizer.run, target.run,
+            quant.run, engine_config.run, platform.run, deep.run, compat.run]
 
 
 def _hub_findings(ctx: CheckContext) -> Iterable[Finding]:

@@ -37,7 +37,7 @@ from specprobe.hfconfig import (
     parse_config_bytes,
 )
 from specprobe.modelfiles import ModelFiles
-from specprobe.rules import cli_args, within_lifecycle
+from specprobe.rules import cli_args, launch_classes, within_lifecycle
 from specprobe.rules import lint as rules
 from specprobe.rules.compat import matrix_findings
 from specprobe.rules.internal import guarded
@@ -392,8 +392,13 @@ def _lint_sglang(
     if topk == 1 and steps is not None and tokens is not None and tokens != steps + 1 and not filled:
         result.findings.append(
             rules.SGLANG_TOPK1_TOKENS.finding(
-                f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang sets "
-                f"--speculative-num-draft-tokens to {steps + 1} itself (not {tokens})",
+                f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang replaces the "
+                f"--speculative-num-draft-tokens {tokens} written with {steps + 1} and logs a warning "
+                '("speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when '
+                'speculative_eagle_topk == 1")'
+                if rules.topk1_adjusted(version)
+                else f"--speculative-eagle-topk 1 with --speculative-num-steps {steps}: sglang=={version} runs "
+                f"with --speculative-num-draft-tokens {tokens} as given, not the chain length {steps + 1}",
                 severity=rules.topk1_severity(version),
                 key="--speculative-num-draft-tokens",
             )
@@ -450,14 +455,20 @@ def lint_deployment(
         if command.engine == "vllm":
             linted = LintResult()
             _lint_vllm(command, schema, linted)
-            return linted
-        target_path = deployment.resolve_path(deployment.target or command.model)
-        local_target: Path | str | ModelFiles | None = (
-            target_path if target_path is not None and exists(target_path) else command.model
+            linted.findings.extend(launch_classes.run_vllm(command, version or schema.version))
+        else:
+            target_path = deployment.resolve_path(deployment.target or command.model)
+            local_target: Path | str | ModelFiles | None = (
+                target_path if target_path is not None and exists(target_path) else command.model
+            )
+            if target_files is not None:
+                local_target = target_files  # read where it is (a hub target through the run's reader)
+            linted = _lint_sglang(command, schema, version, local_target)
+        mtp_target = deployment.resolve_path(deployment.target or command.model)
+        linted.findings.extend(
+            launch_classes.run_mtp_target(command.engine, version or schema.version, linted.method, mtp_target)
         )
-        if target_files is not None:
-            local_target = target_files  # read where it is (a hub target through the run's reader)
-        return _lint_sglang(command, schema, version, local_target)
+        return linted
 
     # A bug in a lint rule is an INTERNAL-ERROR finding (exit 2), never a pass.
     linted, crash = guarded(f"lint of the {command.engine} command", lint)

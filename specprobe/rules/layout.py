@@ -12,6 +12,7 @@ import functools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from specprobe.checkpoint.forms import EAGLE, detect_form
 from specprobe.checkpoint.layout import DRAFT_FORMATS
 from specprobe.compat.engine_facts import (
     Answer,
@@ -50,8 +51,9 @@ FORMAT = rule(
 NOT_EAGLE3 = rule(
     "LAYOUT-NOT-EAGLE3",
     FAMILY,
-    Severity.WARNING,
-    "the checkpoint is not recognised as an EAGLE-3 drafter (no fc, no d2t, no Eagle3 architecture)",
+    Severity.INFO,
+    "the checkpoint is not recognised as an EAGLE-3 drafter (no fc, no d2t, no Eagle3 architecture) nor as another "
+    "drafter form specprobe models: EAGLE-3 rules were skipped",
     VLLM_EAGLE3_SRC,
 )
 NAMESPACES = rule(
@@ -176,6 +178,14 @@ def _missing_tensors(ctx: CheckContext) -> list[str]:
     wanted.append("norm")
     if uses_aux_hidden_states(ctx):
         wanted.append("fc")
+        # EAGLE-3.1 (speculators): the config asks for norms over fc's inputs; vLLM builds them from
+        # config.json and loads nothing into them when the checkpoint lacks them (llama_eagle3.py).
+        eagle_config = ctx.draft.get("eagle_config")
+        nested = eagle_config if isinstance(eagle_config, dict) else {}
+        if ctx.draft.get("fc_norm") is True:
+            wanted.append("fc_norm")
+        if nested.get("norm_before_fc", ctx.draft.get("norm_before_fc")) is True:
+            wanted.append("input_norm|norm_before_fc")
     missing = []
     for alternatives in wanted:
         options = alternatives.split("|")
@@ -510,13 +520,15 @@ def _method_findings(ctx: CheckContext) -> Iterator[Finding]:
 def run(ctx: CheckContext) -> Iterator[Finding]:
     if not ctx.layout.tensors:
         return
-    if ctx.draft_format is None:
+    form = detect_form(ctx.layout, ctx.draft_raw).form
+    if ctx.draft_format is None and form in (None, EAGLE):
+        # Another form specprobe models (a draft model, a block drafter, ...) is named by METHOD-FORM.
         yield NOT_EAGLE3.finding(
             f"architecture {ctx.draft_architecture or '(none)'}, decoder keys {ctx.layout.namespaces or 'none'}: "
             "not an EAGLE-3 drafter; EAGLE-3 rules were skipped",
             hint="EAGLE-3 drafters have fc.weight over auxiliary hidden states and usually d2t/t2d",
         )
-    else:
+    elif ctx.draft_format is not None:
         yield FORMAT.finding(f"format {ctx.draft_format}: {DRAFT_FORMATS[ctx.draft_format]}")
         if ctx.draft_config is not None:
             yield from _config_fields(ctx)

@@ -62,9 +62,10 @@ SGLANG_TOPK1_TOKENS = rule(
     "LINT-SGLANG-TOPK1-TOKENS",
     "lint",
     Severity.WARNING,
-    "With --speculative-eagle-topk 1 the draft is a chain: SGLang (>= 0.4.6) sets --speculative-num-draft-tokens to "
-    "num-steps + 1 itself; older releases run with the value given.",
+    "With --speculative-eagle-topk 1 the draft is a chain: SGLang (>= 0.4.6) replaces the --speculative-num-draft-"
+    "tokens written with num-steps + 1 (0.5.23 logs a warning saying so); older releases run with the value given.",
     _SGLANG_SERVER_ARGS,
+    source_url("sglang", "0.5.23", "sglang/srt/arg_groups/speculative_hook.py"),
 )
 SGLANG_DRAFT_PATH = rule(
     "LINT-SGLANG-DRAFT-PATH",
@@ -109,8 +110,14 @@ def for_version(finding: Finding, engine: str, version: str) -> Finding:
 
 
 def topk1_severity(version: str) -> Severity:
-    """Under topk 1 a release that adjusts num-draft-tokens to num-steps + 1 itself (fact
-    topk1_num_draft_tokens: SGLang >= 0.4.6) makes this information; one that runs with the value given, a
-    warning."""
+    """A warning in every release: one that adjusts num-draft-tokens to num-steps + 1 (fact
+    topk1_num_draft_tokens: SGLang >= 0.4.6) overrides a value the user wrote, and logs a warning itself
+    (speculative_hook.py in 0.5.23); one that runs with the value given drafts a chain of another length."""
+    del version  # both behaviours are warnings; the message names which one the release has
+    return Severity.WARNING
+
+
+def topk1_adjusted(version: str) -> bool:
+    """Whether ``sglang==version`` replaces num-draft-tokens under topk 1 (fact topk1_num_draft_tokens)."""
     found = answer("sglang", version, "topk1_num_draft_tokens")
-    return Severity.INFO if found is not None and found.value == "adjusted" else Severity.WARNING
+    return found is not None and found.value == "adjusted"

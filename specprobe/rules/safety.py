@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from specprobe.checkpoint.forms import detect_form
+from specprobe.compat.engine_facts import known_model_classes
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 
@@ -45,6 +47,18 @@ def _loadable_references(auto_map: object) -> list[str]:
     return references
 
 
+def _registered_natively(ctx: CheckContext) -> str | None:
+    """The judged releases, when the drafter is not EAGLE-3 and every one registers its architecture."""
+    arch = ctx.draft_architecture
+    if arch is None or ctx.draft_format is not None or detect_form(ctx.layout, ctx.draft_raw).form is None:
+        return None
+    for engine, version in ctx.engines:
+        known = known_model_classes(engine, version)
+        if known is None or arch not in known.value:
+            return None
+    return ", ".join(f"{engine}=={version}" for engine, version in ctx.engines)
+
+
 def run(ctx: CheckContext) -> Iterator[Finding]:
     raw = ctx.draft_raw or {}
     auto_map = raw.get("auto_map")
@@ -53,7 +67,19 @@ def run(ctx: CheckContext) -> Iterator[Finding]:
         # "module.Class" names a file shipped here; "repo--module.Class" code from another repository.
         modules = sorted({ref.split("--")[-1].split(".")[0] for ref in references})
         shipped = [f for f in ctx.checkpoint.python_files if f.removesuffix(".py") in modules]
-        if shipped:
+        native = _registered_natively(ctx)
+        if native:
+            # A block drafter or draft model whose architecture every judged release registers: the engines
+            # build it from their own registry and never read auto_map (only transformers would).
+            yield REMOTE_CODE.finding(
+                f"auto_map names {', '.join(modules)}; {native} build {ctx.draft_architecture} from their own model "
+                "registry and do not read auto_map (transformers would, with trust_remote_code). specprobe did not "
+                "import it",
+                location="config.json:auto_map",
+                key="config.json:auto_map",
+                severity=Severity.INFO,
+            )
+        elif shipped:
             yield REMOTE_CODE.finding(
                 f"auto_map points at code shipped with the drafter ({', '.join(shipped)}); loading the drafter "
                 "with trust_remote_code would run it. specprobe did not import it",

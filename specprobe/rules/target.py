@@ -21,6 +21,8 @@ from specprobe.hfconfig import AttentionKind, classify_attention
 from specprobe.rules import rule
 from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema
 from specprobe.rules.shapes import aux_layer_ids, aux_layer_sources, int_text
+from specprobe.rules.tokenizer import UNKNOWN
+from specprobe.rules.tokenizer import identity as tokenizer_identity
 
 if TYPE_CHECKING:
     from specprobe.context import CheckContext
@@ -242,14 +244,23 @@ def _cross_check(ctx: CheckContext) -> Iterator[Finding]:
         )
     if draft.vocab_size is not None and target.vocab_size is not None and draft.vocab_size != target.vocab_size:
         larger = draft.vocab_size > target.vocab_size
-        yield VOCAB_MISMATCH.finding(
-            f"draft vocab_size {draft.vocab_size}, target vocab_size {target.vocab_size}"
-            + ("" if larger else " (a padded target vocabulary is only a risk)"),
-            location="config.json:vocab_size",
-            key="config.json:vocab_size",
-            severity=Severity.ERROR if larger else Severity.WARNING,
-            hint="vocab_size of the drafter is the target's vocabulary; draft_vocab_size is its own",
-        )
+        # The tokenizer family tells a padding of one tokenizer (TOKENIZER-PADDED) from another tokenizer
+        # (TOKENIZER-MISMATCH); this size rule speaks only where those files say neither.
+        told = tokenizer_identity(ctx)
+        if told is None or told.verdict == UNKNOWN or larger:
+            yield VOCAB_MISMATCH.finding(
+                f"draft vocab_size {draft.vocab_size}, target vocab_size {target.vocab_size}"
+                + (
+                    ""
+                    if larger
+                    else " (a padded target vocabulary is only a risk: no tokenizer.json or bos_token_id on both "
+                    "sides tells a padding of one tokenizer from another tokenizer)"
+                ),
+                location="config.json:vocab_size",
+                key="config.json:vocab_size",
+                severity=Severity.ERROR if larger else Severity.WARNING,
+                hint="vocab_size of the drafter is the target's vocabulary; draft_vocab_size is its own",
+            )
     draft_mpe, target_mpe = draft.max_position_embeddings, target.max_position_embeddings
     if draft_mpe is not None and target_mpe is not None and draft_mpe < target_mpe:
         yield from _max_position(ctx, draft_mpe, target_mpe)

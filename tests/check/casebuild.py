@@ -25,6 +25,7 @@ from specprobe.demo.fixtures import (
     vocab_map,
     write_json,
 )
+from tests.check.formbuild import build_form_case, target_preset
 
 CASES_DIR = Path(__file__).resolve().parent.parent / "cases"
 SENTINEL = "sentinel-created-by-input-code"
@@ -96,6 +97,10 @@ def _tensor_value(raw: dict[str, Any], spec: DraftSpec, current: Any) -> Any:
 
 
 def build_draft_case(folder: Path, draft: dict[str, Any]) -> DraftSpec:
+    if "form" in draft:
+        # A drafter form other than EAGLE-3 (tests/check/formbuild.py): published config shapes.
+        build_form_case(folder, draft)
+        return DraftSpec()
     spec = DraftSpec(draft_format=draft.get("format", "vllm-native"), **draft.get("spec", {}))
     folder.mkdir(parents=True, exist_ok=True)
     config = draft_config(spec)
@@ -220,6 +225,22 @@ def build_case(name: str, root: Path) -> tuple[Path, dict[str, Any], dict[str, A
         if isinstance(case["target"], str):
             (target_dir / "config.json").write_text(case["target"], encoding="utf-8")
         else:
-            write_json(target_dir / "config.json", target_config(**case["target"]))
+            write_json(target_dir / "config.json", case_target_config(case["target"]))
+        write_target_files(target_dir, case.get("target_files", {}))
         kwargs["target"] = str(target_dir)
     return draft_dir, kwargs, expected
+
+
+def case_target_config(target: dict[str, Any]) -> dict[str, Any]:
+    """A case's target config.json: a published preset with edits, or target_config() keywords."""
+    return target_preset(target) or target_config(**target)
+
+
+def write_target_files(target_dir: Path, files: dict[str, Any]) -> None:
+    """Files beside the target's config.json (tokenizer.json, generation_config.json): JSON objects or text."""
+    for name, content in files.items():
+        path = target_dir / name
+        if isinstance(content, str):
+            path.write_text(content, encoding="utf-8")
+        else:
+            write_json(path, content)

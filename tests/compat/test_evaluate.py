@@ -106,9 +106,14 @@ def test_method_eagle_with_eagle3_checkpoint(entries):
 
 
 def test_hybrid_linear_targets(entries):
+    # The entry ends where the release code captures the aux hidden states (vLLM 0.18).
     vllm = verdict_of(
+        entries, "vllm-eagle3-hybrid-linear-target", pair("vllm==0.17.0", "eagle3", "qwen3-next-80b-a3b-instruct")
+    )
+    captured = verdict_of(
         entries, "vllm-eagle3-hybrid-linear-target", pair("vllm==0.33.0", "eagle3", "qwen3-next-80b-a3b-instruct")
     )
+    assert captured.match is Match.NO
     jamba = verdict_of(entries, "sglang-eagle3-hybrid-linear-other", pair("sglang==0.5.23", "eagle3", "jamba-v0.1"))
     qwen_next = verdict_of(
         entries, "sglang-eagle3-hybrid-linear-other", pair("sglang==0.5.23", "eagle3", "qwen3-next-80b-a3b-instruct")

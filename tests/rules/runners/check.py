@@ -34,11 +34,11 @@ from typer.testing import CliRunner
 
 from specprobe.checkpoint.writer import TensorSpec, write_safetensors
 from specprobe.cli import app
-from specprobe.demo.fixtures import target_config, write_json
+from specprobe.demo.fixtures import write_json
 from specprobe.findings import Finding
 from specprobe.pipeline.check import run_check
 from specprobe.rules import deep as deep_rules
-from tests.check.casebuild import SENTINEL, apply_file_ops, build_draft_case
+from tests.check.casebuild import SENTINEL, apply_file_ops, build_draft_case, case_target_config, write_target_files
 
 CHECK_KEYS = frozenset({"engine", "method", "deep", "device"})
 
@@ -64,7 +64,8 @@ def _build(case: dict[str, Any], tmp_path: Path) -> tuple[Path, dict[str, Any]]:
         if isinstance(case["target"], str):
             (target_dir / "config.json").write_text(case["target"], encoding="utf-8")
         else:
-            write_json(target_dir / "config.json", target_config(**case["target"]))
+            write_json(target_dir / "config.json", case_target_config(case["target"]))
+        write_target_files(target_dir, case.get("target_files", {}))
         if case.get("target_tensors"):
             tensors: dict[str, np.ndarray | TensorSpec] = {
                 name: TensorSpec(dtype=raw.get("dtype", "F32"), shape=tuple(raw["shape"]))
