@@ -1,0 +1,599 @@
+"""Exact mode inside SGLang's interpreter: build the EAGLE-3 draft model (and its target) of a deployment on
+the meta device, load the checkpoint's header shapes through the draft's own ``load_weights`` and replay
+the draft worker's head/embedding binding.
+
+stdlib + SGLang (+ the torch it pins) only; no GPU, no tensor data, never trust_remote_code. Same request
+and reply as ``vllm_exact.py``: ``{"cases": [{"id", "target", "draft", "tensors": [[name, dtype, shape]...],
+"server_args": {...}, "env": {...}}]}`` on stdin (``target`` and ``draft`` are folders holding only a copy
+of config.json), one JSON line on stdout. For each case, with the release's own code:
+
+1. ``ServerArgs(model_path=T, speculative_algorithm="EAGLE3", speculative_draft_model_path=D, device="cpu",
+   skip_tokenizer_init=True, load_format="dummy", **server_args)`` published for one scheduler rank
+   (``runtime_context.publish`` runs every argument hook the launcher runs);
+2. parallel state for one CPU rank over gloo, as SGLang's own test helper sets it up (once per process);
+3. the target's and the draft's ``ModelConfig`` as the target and draft workers build them (the draft gets
+   the target's context length and the draft-mode architecture rewrites);
+4. the target runner's aux-state resolution, the target class built on meta and its
+   ``set_eagle3_layers_to_capture`` (the capture ids come from the target's own code);
+5. the draft class from the registry, built inside the draft worker's build scopes on meta, then its
+   ``load_weights`` on meta tensors with every parameter's weight loader wrapped;
+6. the EAGLE-3 branch of ``EagleDraftWorker.init_lm_head``: the target's embedding (and head) handed to the
+   draft, ``hot_token_id`` read.
+
+A refusal that names the environment variable lifting it ("set the env var X=1", SGLang's check of a draft
+context shorter than the target's) is recorded in ``launch_refusals`` and the case goes on with the variable
+set, so the rest of the drafter is still judged. Failures that are this machine's (a quantization method
+SGLang registers only on GPU platforms, a CUDA driver asked for while building) come back as
+``{"stage": "unsupported"}``, never as the drafter's fault.
+
+Two things are not SGLang's code: RotaryEmbedding imports ``vllm._custom_ops.rotary_embedding`` as its
+fallback kernel on a platform that is neither CUDA nor SGLang's CPU engine and only calls it in forward,
+so an import stub is placed when no vLLM is installed; and the allocator flushes of the bind step
+(``torch.cuda.empty_cache``) are no-ops while it runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import resource
+import socket
+import sys
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common
+import _errors
+
+DISTRIBUTIONS = ("sglang", "torch", "transformers")
+_DTYPES = {
+    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
+    "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool",
+    "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+}
+# SGLang's own advice in a refusal a launch setting lifts: "... set the env var NAME=1".
+_ENV_ADVICE = re.compile(r"set the env var (SGLANG_[A-Z0-9_]+)=(\S+?)[.\s]*$")
+# Messages of failures that come from this machine (no CUDA driver, GPU-only ops), not from the drafter.
+_PLATFORM = (
+    "Found no NVIDIA driver", "Torch not compiled with CUDA", "libcuda", "_OpNamespace", "no kernel image",
+    "CUDA driver", "Failed to find a kernel that can implement", "not available on this platform",
+    "cuda is not available", "No CUDA GPUs",
+)
+# Parameters the draft takes from elsewhere (the target's embedding through set_embed) or that default
+# (KV-cache scales default to 1.0): never reported as left at init.
+_DEFAULTED_SUFFIXES = (".k_scale", ".v_scale")
+
+
+class UnsupportedError(Exception):
+    """An API this probe needs is not where the known releases keep it."""
+
+
+def _first(candidates: tuple[tuple[str, str], ...]) -> Any:
+    try:
+        return _common.first_attribute(candidates)
+    except ImportError as exc:
+        raise UnsupportedError(str(exc)) from None
+
+
+def _stub_fallback_rope_kernel() -> None:
+    """RotaryEmbedding imports vllm._custom_ops.rotary_embedding at construction (never calls it there)."""
+    if importlib.util.find_spec("vllm") is not None:
+        return
+    vllm = types.ModuleType("vllm")
+    vllm.__path__ = []  # a package, so "vllm._custom_ops" resolves
+    ops = types.ModuleType("vllm._custom_ops")
+
+    def rotary_embedding(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("specprobe: vllm._custom_ops.rotary_embedding is an import stub, not a kernel")
+
+    ops.rotary_embedding = rotary_embedding  # type: ignore[attr-defined]
+    vllm._custom_ops = ops  # type: ignore[attr-defined]
+    sys.modules["vllm"] = vllm
+    sys.modules["vllm._custom_ops"] = ops
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    """The deployment's SGLANG_* variables for one case (SGLang reads its variables when asked)."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class Session:
+    """SGLang's APIs, found once per process, and its parallel state, initialised once."""
+
+    def __init__(self) -> None:
+        _stub_fallback_rope_kernel()
+        import torch
+
+        self.torch = torch
+        self.server_args = _first((("sglang.srt.server_args", "ServerArgs"),))
+        self.publish = _first((("sglang.srt.runtime_context", "publish"),))
+        self.spawn_ranks = _first((("sglang.srt.runtime_context", "SpawnRanks"),))
+        self.get_spec = _first((("sglang.srt.runtime_context", "get_spec"),))
+        self.model_config = _first((("sglang.srt.configs.model_config", "ModelConfig"),))
+        self.algorithm = _first((("sglang.srt.speculative.spec_info", "SpeculativeAlgorithm"),))
+        self.resolve_aux = _first((
+            ("sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state",
+             "resolve_spec_aux_hidden_state_config"),
+        ))
+        self.configure_capture = _first((
+            ("sglang.srt.model_executor.model_runner_components.attention_backend_setup",
+             "configure_aux_hidden_state_capture"),
+        ))
+        self.load_config = _first((("sglang.srt.configs.load_config", "LoadConfig"),))
+        self.quant_config = _first((("sglang.srt.model_loader.loader", "_get_quantization_config"),))
+        self.initialize_model = _first((("sglang.srt.model_loader.loader", "_initialize_model"),))
+        self.get_model_architecture = _first((("sglang.srt.model_loader.utils", "get_model_architecture"),))
+        self.default_dtype = _first((("sglang.srt.model_loader.utils", "set_default_torch_dtype"),))
+        self.default_loader = _first((("sglang.srt.model_loader.weight_utils", "default_weight_loader"),))
+        self.resolve_embed_and_head = _first((
+            ("sglang.srt.speculative.pp_draft_embedding", "resolve_target_embed_and_head"),
+        ))
+        self.distributed_ready = False
+
+    def ensure_distributed(self, server_args: Any) -> None:
+        """One CPU rank over gloo (sglang/test/layer_ut_utils.py's init_single_process_dist)."""
+        if self.distributed_ready:
+            return
+        init = _first((("sglang.srt.distributed.parallel_state", "init_distributed_environment"),))
+        model_parallel = _first((("sglang.srt.distributed.parallel_state", "initialize_model_parallel"),))
+        dp_attention = _first((("sglang.srt.layers.dp_attention", "initialize_dp_attention"),))
+        init(backend="gloo", world_size=1, rank=0, local_rank=0,
+             distributed_init_method=f"tcp://127.0.0.1:{_free_port()}")
+        model_parallel()
+        dp_attention(server_args=server_args)
+        self.distributed_ready = True
+
+
+@contextlib.contextmanager
+def _draft_build_scopes(draft_mc: Any, algorithm: Any) -> Iterator[None]:
+    """The scopes EagleDraftWorker.__init__ builds its draft model in (speculative/eagle_worker_v2.py)."""
+    scopes = _first((("sglang.srt.layers.moe.utils", "draft_model_build_scope"),))
+    moe = _first((("sglang.srt.layers.moe.utils", "speculative_moe_backend_context"),))
+    a2a = _first((("sglang.srt.layers.moe.utils", "speculative_moe_a2a_backend_context"),))
+    spec = _first((("sglang.srt.speculative.draft_parallel", "model_draft_parallel_spec"),))
+    layout_of = _first((("sglang.srt.speculative.draft_parallel", "resolve_draft_parallel_layout"),))
+    tp = _first((("sglang.srt.speculative.spec_utils", "draft_tp_context"),))
+    pp = _first((("sglang.srt.speculative.spec_utils", "draft_pp_context"),))
+    layout = layout_of(spec(draft_mc, spec_algorithm=algorithm))
+    with tp(layout), pp(), moe(), a2a(), scopes():
+        yield
+
+
+def _clear_meta_rope_cache() -> None:
+    """As DefaultModelLoader._compute_local_structural_signature does after its own meta build."""
+    try:
+        from sglang.srt.layers.rotary_embedding.factory import _ROPE_DICT
+    except Exception:
+        return
+    for key in [key for key, value in _ROPE_DICT.items()
+                if any(t.device.type == "meta" for t in list(value.parameters()) + list(value.buffers()))]:
+        del _ROPE_DICT[key]
+
+
+class Tracker:
+    """Every parameter's weight loader wrapped: which parameters were loaded, from which checkpoint tensors."""
+
+    def __init__(self, model: Any, default_loader: Any) -> None:
+        self.loaded: dict[str, int] = {}
+        self.consumed: set[int] = set()
+        self.consumed_names: set[str] = set()
+        self.names: dict[int, str] = {}
+        self.tensor_names: dict[int, str] = {}
+        self.sources: dict[int, set[str]] = {}
+        self.last: dict[str, Any] = {}
+        self.shards: dict[tuple[str, str], Any] = {}
+        self.overwritten: list[list[Any]] = []
+        for name, param in model.named_parameters(remove_duplicate=False):
+            if id(param) in self.names:
+                continue
+            self.names[id(param)] = name
+            original = getattr(param, "weight_loader", None) or default_loader
+            wrapped = self._wrap(name, original)
+            # SGLang's quantized parameters expose weight_loader as a read-only property over _weight_loader.
+            if isinstance(getattr(type(param), "weight_loader", None), property):
+                param._weight_loader = wrapped
+            else:
+                param.weight_loader = wrapped
+
+    def _wrap(self, name: str, original: Any) -> Any:
+        def weight_loader(param: Any, loaded_weight: Any, *args: Any, **kwargs: Any) -> Any:
+            self.loaded[name] = self.loaded.get(name, 0) + 1
+            self.last = {"parameter": name, "tensor": None, "parameter_shape": list(param.shape),
+                         "tensor_shape": list(getattr(loaded_weight, "shape", []))}
+            tensor = loaded_weight
+            while tensor is not None:  # a view (narrow, transpose) of a checkpoint tensor: follow it back
+                self.consumed.add(id(tensor))
+                if id(tensor) in self.tensor_names:
+                    self.last["tensor"] = self.tensor_names[id(tensor)]
+                for source in sorted(self.sources.get(id(tensor), ())):
+                    self.consumed_names.add(source)
+                    self.last["tensor"] = self.last["tensor"] or source
+                tensor = getattr(tensor, "_base", None)
+            shard = repr(args[0]) if args else repr(kwargs.get("loaded_shard_id", kwargs.get("shard_id")))
+            earlier = self.shards.get((name, shard))
+            if earlier is not None and earlier != self.last["tensor"]:
+                self.overwritten.append([name, earlier, self.last["tensor"]])
+            self.shards[(name, shard)] = self.last["tensor"]
+            return original(param, loaded_weight, *args, **kwargs)
+
+        return weight_loader
+
+    def provenance(self, torch: Any) -> Any:
+        """A TorchFunctionMode that follows checkpoint tensors through the ops load_weights applies before a
+        loader sees them (MLA drafters fuse q_a and kv_a with torch.cat)."""
+        self.sources = {key: {value} for key, value in self.tensor_names.items()}
+        sources, keep = self.sources, []
+
+        class _Follow(torch.overrides.TorchFunctionMode):  # type: ignore[misc, name-defined]
+            def __torch_function__(self, func: Any, types_: Any, args: Any = (), kwargs: Any = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                found: set[str] = set()
+
+                def visit(item: Any) -> None:
+                    if isinstance(item, (list, tuple)):
+                        for inner in item:
+                            visit(inner)
+                    elif id(item) in sources:
+                        found.update(sources[id(item)])
+
+                visit(args)
+                visit(list((kwargs or {}).values()))
+                if found:
+                    for produced in out if isinstance(out, (list, tuple)) else [out]:
+                        if isinstance(produced, torch.Tensor):
+                            sources.setdefault(id(produced), set()).update(found)
+                            keep.append(produced)  # alive, so its id stays unique
+                return out
+
+        return _Follow()
+
+
+def _capture(model: Any) -> tuple[Any, list[Any] | None]:
+    """The decoder holding layers_to_capture (wrappers keep it on language_model.model)."""
+    for path in ("model", "language_model.model", "model.model"):
+        found = model
+        try:
+            for part in path.split("."):
+                found = getattr(found, part)
+        except AttributeError:
+            continue
+        if hasattr(found, "layers_to_capture"):
+            return found, list(found.layers_to_capture)
+    return None, None
+
+
+def _captures_per_token(inner: Any, capture: list[Any]) -> int:
+    # The decoder's forward: `if i in self.layers_to_capture` before layer i, for i in range(start, end).
+    start = int(getattr(inner, "start_layer", 0))
+    end = int(getattr(inner, "end_layer", len(getattr(inner, "layers", []))))
+    return sum(1 for index in range(start, end) if index in capture)
+
+
+def _shape(module: Any, attribute: str = "weight") -> list[int] | None:
+    tensor = getattr(module, attribute, None)
+    return [int(size) for size in tensor.shape] if tensor is not None and hasattr(tensor, "shape") else None
+
+
+def _platform_limit(exc: BaseException, message: str) -> str | None:
+    """Why a failure is this machine's, not the drafter's (None: it is the engine's verdict)."""
+    if any(text in message for text in _PLATFORM):
+        return message
+    unknown = re.match(r"Unknown quantization method: ([\w-]+)", message)
+    if unknown:
+        # A method SGLang knows but registers only on some platforms (mxfp4: CUDA, ROCm gfx95, XPU, CPU engine).
+        try:
+            spec = importlib.util.find_spec("sglang.srt.layers.quantization")
+            source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
+        except (OSError, ImportError, ValueError):
+            source = ""
+        if f'"{unknown.group(1)}"' in source:
+            return (f"quantization {unknown.group(1)} is registered by this SGLang release only on GPU platforms "
+                    f"(sglang/srt/layers/quantization/__init__.py): {message}")
+    return None
+
+
+def _model_configs(session: Session, server_args: Any, resolved: dict[str, Any]) -> tuple[Any, Any, list[Any]]:
+    """Target and draft ModelConfig as the workers build them; refusals a variable lifts are recorded and lifted."""
+    spec = session.get_spec()
+    target_mc = session.model_config.from_server_args(server_args)
+    refusals: list[dict[str, Any]] = []
+    lifted: dict[str, str] = {}
+    while True:
+        try:
+            with _environment(lifted):
+                draft_mc = session.model_config.from_server_args(
+                    server_args, model_path=spec.speculative_draft_model_path,
+                    model_revision=getattr(spec, "speculative_draft_model_revision", None), is_draft_model=True,
+                    context_length=target_mc.context_len,
+                )
+            break
+        except ValueError as exc:
+            advice = _ENV_ADVICE.search(str(exc))
+            if advice is None or advice.group(1) in lifted:
+                raise
+            refusals.append({"variable": advice.group(1), "value": advice.group(2),
+                             "error": _errors.describe_error(exc, "sglang")})
+            lifted[advice.group(1)] = advice.group(2)
+    resolved["target_context_length"] = int(target_mc.context_len)
+    resolved["draft_context_length"] = int(draft_mc.context_len)
+    return target_mc, draft_mc, refusals
+
+
+def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
+    started = time.monotonic()
+    seconds: dict[str, float] = {}
+    resolved: dict[str, Any] = {}
+    result: dict[str, Any] = {"id": case.get("id"), "ok": False, "resolved": resolved, "seconds": seconds}
+    stage = "config"
+    env = {str(k): str(v) for k, v in (case.get("env") or {}).items() if str(k).startswith("SGLANG_")}
+    try:
+        with _environment(env):
+            stage = _run(session, case, result, started)
+    except UnsupportedError as exc:
+        result["unsupported"] = str(exc)
+        stage = "unsupported"
+    except (Exception, SystemExit) as exc:
+        stage = result.get("_stage", stage)
+        tracker = result.pop("_tracker", None)
+        result["error"] = _errors.describe_error(exc, "sglang")
+        limit = _platform_limit(exc, str(result["error"].get("message")))
+        if limit is not None:
+            result["unsupported"] = "this machine cannot construct it: " + limit[:400]
+            stage = "unsupported"
+        elif stage == "load" and tracker is not None:
+            result["error"].update(tracker.last)
+    result.pop("_stage", None)
+    result.pop("_tracker", None)
+    _clear_meta_rope_cache()
+    result["stage"] = stage
+    return result
+
+
+def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started: float) -> str:
+    """One case's steps; ``result`` collects the reply (its ``_stage`` says how far it got)."""
+    resolved: dict[str, Any] = result["resolved"]
+    seconds: dict[str, float] = result["seconds"]
+    torch = session.torch
+
+    def at(stage: str) -> None:
+        result["_stage"] = stage
+
+    at("config")
+    fields: dict[str, Any] = {
+        "model_path": str(case["target"]),
+        "speculative_algorithm": "EAGLE3",
+        "speculative_draft_model_path": str(case["draft"]),
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+    }
+    fields.update(case.get("server_args") or {})
+    # This machine's settings, never the deployment's: a CPU rank, no tokenizer, no weights read.
+    fields.update({"device": "cpu", "skip_tokenizer_init": True, "load_format": "dummy", "trust_remote_code": False})
+    server_args = session.server_args(**fields)
+    session.publish(server_args, role="scheduler", ranks=session.spawn_ranks(world_rank=0, dp_rank=None))
+    seconds["config"] = round(time.monotonic() - started, 2)
+
+    at("distributed")
+    session.ensure_distributed(server_args)
+
+    at("model_config")
+    spec = session.get_spec()
+    algorithm = session.algorithm.from_string(spec.speculative_algorithm)
+    target_mc, draft_mc, refusals = _model_configs(session, server_args, resolved)
+    result["launch_refusals"] = refusals
+    lifted = {item["variable"]: item["value"] for item in refusals}
+    draft_hf = draft_mc.hf_config
+    eagle_config = getattr(draft_hf, "eagle_config", None)
+    resolved.update({
+        "algorithm": str(spec.speculative_algorithm),
+        "target_architectures": list(getattr(target_mc.hf_config, "architectures", None) or []),
+        "target_layers": int(target_mc.num_hidden_layers),
+        "target_hidden_size": int(target_mc.hidden_size),
+        "target_vocab_size": int(target_mc.vocab_size),
+        "target_attention_arch": getattr(getattr(target_mc, "attention_arch", None), "name", None),
+        "draft_architectures": list(getattr(draft_hf, "architectures", None) or []),
+        "draft_hidden_size": getattr(draft_hf, "hidden_size", None),
+        "draft_vocab_size": getattr(draft_hf, "draft_vocab_size", None),
+        "draft_target_hidden_size": getattr(draft_hf, "target_hidden_size", None),
+        "draft_toplevel_aux_ids": _common.json_value(getattr(draft_hf, "eagle_aux_hidden_state_layer_ids", None)),
+        "draft_eagle_config_aux_ids": _common.json_value(
+            eagle_config.get("eagle_aux_hidden_state_layer_ids") if isinstance(eagle_config, dict) else None),
+        "draft_quantization": getattr(draft_mc, "quantization", None),
+        "dtype": str(draft_mc.dtype),
+    })
+    seconds["model_config"] = round(time.monotonic() - started, 2)
+
+    with _environment(lifted):
+        at("aux")
+        aux = session.resolve_aux(server_args=server_args, model_config=target_mc, spec_algorithm=algorithm,
+                                  is_draft_worker=False)
+        use_aux = bool(getattr(aux, "eagle_use_aux_hidden_state", False))
+        from_config = getattr(aux, "eagle_aux_hidden_state_layer_ids", None)
+        resolved.update({
+            "use_aux_hidden_state": use_aux,
+            "aux_layer_ids": _common.json_value(list(from_config)) if from_config is not None else None,
+            "aux_source": "draft config (eagle_config)" if from_config is not None else "target default",
+        })
+
+        load_config = session.load_config(load_format="dummy")
+        at("target")
+        target_class, _ = session.get_model_architecture(target_mc)
+        resolved["target_class"] = f"{target_class.__module__}.{target_class.__qualname__}"
+        target_quant = session.quant_config(target_mc, load_config)
+        with session.default_dtype(target_mc.dtype), torch.device("meta"):
+            target = session.initialize_model(target_mc, load_config, target_quant)
+        seconds["target"] = round(time.monotonic() - started, 2)
+        inner, capture = None, None
+        if use_aux:
+            top = resolved["draft_toplevel_aux_ids"]
+            if from_config is None and isinstance(top, list) and top and all(isinstance(i, int) for i in top):
+                # What the target's own code would capture had it read the top-level ids (it reads only
+                # eagle_config's): tells ignored ids that mean the defaults from ids that do not.
+                session.configure_capture(model=target, eagle_use_aux_hidden_state=True,
+                                          eagle_aux_hidden_state_layer_ids=list(top),
+                                          dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None,
+                                          is_dspark=False)
+                resolved["toplevel_would_capture"] = _common.json_value(_capture(target)[1])
+            session.configure_capture(model=target, eagle_use_aux_hidden_state=True,
+                                      eagle_aux_hidden_state_layer_ids=from_config,
+                                      dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None,
+                                      is_dspark=False)
+            inner, capture = _capture(target)
+            resolved["target_layers_to_capture"] = _common.json_value(capture)
+            if inner is not None and capture is not None:
+                resolved["target_captures_per_token"] = _captures_per_token(inner, capture)
+        resolved["target_embed_shape"] = _shape(getattr(inner or _capture(target)[0], "embed_tokens", None))
+
+        at("resolve")
+        model_class, _arch = session.get_model_architecture(draft_mc)
+        resolved["draft_class"] = f"{model_class.__module__}.{model_class.__qualname__}"
+        quant = session.quant_config(draft_mc, load_config)
+        resolved["draft_quant_config"] = type(quant).__name__ if quant is not None else None
+
+        at("build")
+        with _draft_build_scopes(draft_mc, algorithm), session.default_dtype(draft_mc.dtype), torch.device("meta"):
+            model = session.initialize_model(draft_mc, load_config, quant)
+        seconds["build"] = round(time.monotonic() - started, 2)
+        draft_inner = getattr(model, "model", None)
+        fc = _shape(getattr(draft_inner, "fc", None))
+        resolved.update({
+            "num_aux_hidden_states": getattr(draft_inner, "num_aux_hidden_states", None),
+            "fc_in_features": fc[1] if fc and len(fc) == 2 else None,
+            "fc_out_features": fc[0] if fc and len(fc) == 2 else None,
+            "load_lm_head_from_target": bool(getattr(model, "load_lm_head_from_target", False)),
+            "draft_embed_shape": _shape(getattr(draft_inner, "embed_tokens", None)),
+            "draft_lm_head_shape": _shape(getattr(model, "lm_head", None)),
+        })
+
+        at("load")
+        tracker = Tracker(model, session.default_loader)
+        result["_tracker"] = tracker
+        weights = []
+        for name, dtype_name, shape in case.get("tensors") or []:
+            dtype = getattr(torch, _DTYPES.get(str(dtype_name), "float32"), torch.float32)
+            weights.append((str(name), torch.empty([int(s) for s in shape], dtype=dtype, device="meta")))
+        tracker.tensor_names = {id(tensor): name for name, tensor in weights}
+        with torch.device("meta"), tracker.provenance(torch):
+            model.load_weights(iter(weights))
+        seconds["load"] = round(time.monotonic() - started, 2)
+        hot = getattr(model, "hot_token_id", None)
+        resolved["hot_token_map"] = _shape(types.SimpleNamespace(weight=hot)) if hot is not None else None
+        # load_weights consumes d2t itself (hot_token_id = d2t + arange); t2d is skipped by design.
+        by_design = {"t2d"} | ({"d2t"} if hot is not None else set())
+        result["unconsumed"] = sorted(
+            name for key, name in tracker.tensor_names.items()
+            if key not in tracker.consumed and name not in tracker.consumed_names
+            and name.rsplit(".", 1)[-1] not in by_design)
+        result["unloaded"] = sorted(name for name in tracker.names.values()
+                                    if name not in tracker.loaded and not name.endswith(_DEFAULTED_SUFFIXES))
+        result["overwritten"] = tracker.overwritten
+
+        # EagleDraftWorker.init_lm_head, EAGLE-3 branch (speculative/eagle_worker_v2.py), on the meta models.
+        at("bind")
+        embed, head = session.resolve_embed_and_head(target, draft_model=model)
+        flushes = [torch.cuda]
+        with contextlib.suppress(Exception):
+            from sglang.srt.platforms import current_platform
+
+            flushes.append(current_platform)
+        with contextlib.ExitStack() as restore:
+            for owner in flushes:
+                for name in ("empty_cache", "synchronize"):
+                    if hasattr(owner, name):
+                        restore.callback(setattr, owner, name, getattr(owner, name))
+                        setattr(owner, name, lambda *args, **kwargs: None)
+            if getattr(model, "load_lm_head_from_target", False):
+                model.set_embed_and_head(embed, head)
+                resolved["bound"] = "embed_and_head"
+            else:
+                model.set_embed(embed)
+                resolved["bound"] = "embed"
+        bound_hot = model.hot_token_id  # AttributeError for a class without it, as at the worker's startup
+        resolved["hot_token_map"] = _shape(types.SimpleNamespace(weight=bound_hot)) if bound_hot is not None else None
+        resolved["draft_embed_shape_after_bind"] = _shape(getattr(draft_inner, "embed_tokens", None))
+        resolved["draft_lm_head_shape_after_bind"] = _shape(getattr(model, "lm_head", None))
+    result["ok"] = True
+    return "done"
+
+
+def main() -> None:
+    if importlib.util.find_spec("sglang") is None:
+        _common.reply({"error": "not_installed", "engine": "sglang", "interpreter": sys.executable})
+        sys.exit(3)
+    try:
+        request = json.loads(sys.stdin.read() or "{}")
+    except ValueError as exc:
+        _common.reply({"error": "bad_request", "message": str(exc)})
+        sys.exit(2)
+    cases = request.get("cases") if isinstance(request, dict) else None
+    if not isinstance(cases, list) or not all(isinstance(case, dict) for case in cases):
+        _common.reply({"error": "bad_request", "message": "no cases"})
+        sys.exit(2)
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1")):
+        os.environ.setdefault(name, value)
+    # The caller's shell is not the deployment: each case brings its deployment's SGLANG_* variables, and
+    # inherited ones (SGLANG_IS_IN_CI lifts refusals, SGLANG_USE_CPU_ENGINE changes the import) would decide
+    # verdicts no deployment asked for.
+    for name in [name for name in os.environ if name.startswith("SGLANG_")]:
+        del os.environ[name]
+    started = time.monotonic()
+    replies: list[dict[str, Any]] = []
+    session_error: str | None = None
+    with _common.stdout_to_stderr():
+        module = importlib.import_module("sglang")
+        try:
+            session: Session | None = Session()
+        except UnsupportedError as exc:
+            session, session_error = None, str(exc)
+        except Exception as exc:  # the release's own import chain fails here
+            session, session_error = None, f"{type(exc).__name__}: {exc}"
+        imported = round(time.monotonic() - started, 2)
+        for case in cases:
+            if session is None:
+                replies.append({"id": case.get("id"), "ok": False, "stage": "unsupported",
+                                "unsupported": session_error})
+                continue
+            replies.append(run_case(session, case))
+    versions = _common.distribution_versions(*DISTRIBUTIONS)
+    _common.reply({
+        "engine": "sglang",
+        "version": getattr(module, "__version__", None) or versions.get("sglang"),
+        "distributions": versions,
+        "python": platform.python_version(),
+        "interpreter": sys.executable,
+        "import_seconds": imported,
+        "total_seconds": round(time.monotonic() - started, 2),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "cases": replies,
+    })
+
+
+if __name__ == "__main__":
+    main()
