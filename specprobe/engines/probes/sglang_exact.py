@@ -318,6 +318,26 @@ def _platform_limit(exc: BaseException, message: str) -> str | None:
     return None
 
 
+def _worker_line(exc: BaseException) -> dict[str, Any] | None:
+    """The line of EagleDraftWorker.init_lm_head that raises what the replayed bind step raised (a draft class
+    without ``hot_token_id`` or ``set_embed`` fails there at start-up)."""
+    name = getattr(exc, "name", None)
+    try:
+        import inspect
+
+        worker = _first((("sglang.srt.speculative.eagle_worker_v2", "EagleDraftWorker"),))
+        lines, first = inspect.getsourcelines(worker.init_lm_head)
+        path = inspect.getsourcefile(worker.init_lm_head) or ""
+    except (UnsupportedError, OSError, TypeError):
+        return None
+    for offset, line in enumerate(lines):
+        if name and re.search(rf"draft_runner\.model\.{re.escape(name)}\b", line):
+            parts = Path(path).parts
+            start = len(parts) - 1 - parts[::-1].index("sglang") if "sglang" in parts else 0
+            return {"file": "/".join(parts[start:]), "line": first + offset, "function": "init_lm_head"}
+    return None
+
+
 def _model_configs(session: Session, server_args: Any, resolved: dict[str, Any]) -> tuple[Any, Any, list[Any]]:
     """Target and draft ModelConfig as the workers build them; refusals a variable lifts are recorded and lifted."""
     spec = session.get_spec()
@@ -368,6 +388,8 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
             stage = "unsupported"
         elif stage == "load" and tracker is not None:
             result["error"].update(tracker.last)
+        elif stage == "bind" and result["error"].get("frame") is None:
+            result["error"]["frame"] = _worker_line(exc)
     result.pop("_stage", None)
     result.pop("_tracker", None)
     _clear_meta_rope_cache()
