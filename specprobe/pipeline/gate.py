@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from specprobe.compat.engine_facts import sglang_context_length
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target
 from specprobe.context import Family
 from specprobe.deploy import rules as deploy_rules
@@ -25,10 +26,11 @@ from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.engines.versions import engine_first
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
-from specprobe.hfconfig import cached_file, looks_like_hub_id
+from specprobe.hfconfig import ConfigError, cached_file, load_config_json, looks_like_hub_id
 from specprobe.pipeline.check import _families, build_context, run_families
 from specprobe.pipeline.lint import LintCache, lint_deployment
 from specprobe.rules import compat
+from specprobe.rules import target as target_rules
 from specprobe.untrusted.files import is_dir, is_file
 
 __all__ = ["Measure", "ModelRef", "gate_deployments", "gate_paths", "lint_command", "resolve_model"]
@@ -148,11 +150,30 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
             info = DraftInfo(label=label, format=context.draft_format, architecture=context.draft_architecture)
             cache.drafts.setdefault(label, info)
     findings = []
+    launch = _sglang_launch(deployment, draft.folder)
     for original in cached:
         finding = replace(original, evidence=list(original.evidence))
+        if launch is not None and finding.rule == target_rules.MAX_POSITION.id:
+            # SGLang's refusal of a short draft context is the launch's to decide: the command is known here.
+            decided = target_rules.max_position_for_launch(finding, *launch)
+            if decided is None:
+                continue
+            finding = decided
         finding.location = f"{draft.spec}/{finding.location}" if finding.location else draft.spec
         findings.append(deployment.locate(finding, "draft", "speculative", "command"))
     return findings
+
+
+def _sglang_launch(deployment: Deployment, draft: Path) -> tuple[dict[str, str], str | None, int | None] | None:
+    """An SGLang deployment's environment, --context-length and the draft's derived context (None: not SGLang)."""
+    if deployment.engine_name != "sglang" or deployment.command is None:
+        return None
+    env = {**deployment.env, **deployment.command.env}
+    try:
+        draft_context = sglang_context_length(load_config_json(draft / "config.json"))
+    except ConfigError:
+        draft_context = None
+    return env, deployment.command.get("--context-length"), draft_context
 
 
 def _classify(target: ModelRef | None, draft: ModelRef | None, cache: GateCache) -> tuple[

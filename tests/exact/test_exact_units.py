@@ -489,3 +489,39 @@ def test_the_cpu_builds_torch_pin_is_read_from_uvs_resolver_message() -> None:
     match = _CPU_TORCH_PIN.search(message)
     assert match is not None and match.group(1) == "2.10.0"
     assert _CPU_TORCH_PIN.search("torch==2.6.0+cpu").group(1) == "2.6.0"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "extra", "severity"),
+    [
+        ([], [], "warning-check"),
+        ([], [], "error"),
+        ([], ["--context-length", "4096"], "error"),
+        ([], ["--context-length", "2048"], None),
+        (["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"], [], None),
+        (["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=0"], [], "error"),
+    ],
+)
+def test_sglang_short_draft_context_is_the_launchs_to_decide(
+    tmp_path: Path, prefix: list[str], extra: list[str], severity: str | None
+) -> None:
+    """check (no deployment): a warning naming the settings; lint: an error unless the command sets one."""
+    draft = build_draft(tmp_path / "draft", DraftSpec(hidden_size=64, draft_format="specforge",
+                                                      max_position_embeddings=2048))
+    target = tmp_path / "target"
+    build_target(target, hidden_size=64)
+    if severity == "warning-check":
+        args = ["check", str(draft), "--target", str(target), "--engine", "sglang==0.5.23", "--format", "json"]
+    else:
+        args = ["lint", "--format", "json", "--", *prefix, "python", "-m", "sglang.launch_server", "--model-path",
+                str(target), "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft), *extra]
+    result = CliRunner().invoke(app, args)
+    report = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
+    found = [f for f in report["findings"] if f["rule"] == "TARGET-MAX-POSITION"]
+    if severity is None:
+        assert found == []
+        return
+    (finding,) = found
+    assert finding["severity"] == severity.removesuffix("-check")
+    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in finding["message"]
+    assert ("sets neither" in finding["message"]) is (severity == "error")
