@@ -187,6 +187,9 @@ def run_cases(
             # The probe drops inherited SGLANG_* variables and sets each case's own (its deployment's).
             env.update({name: str(Path(folder) / "cache" / name.lower()) for name in _SGLANG_CACHES})
         else:
+            # vLLM reads its variables once per process: the callers group cases by their deployment's VLLM_*.
+            for case in cases:
+                env.update({key: str(value) for key, value in case.env.items() if key.startswith("VLLM_")})
             env["VLLM_CACHE_ROOT"] = str(_engine_cache(interpreter) or Path(folder) / "vllm-cache")
         reply = run_probe(
             engine, PROBES[engine], interpreter.path, timeout_s=timeout_s, env_overrides=env,

@@ -8,6 +8,7 @@ deployment names.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from specprobe.pipeline.gate import resolve_model
 from specprobe.rules import exact as rules
 from specprobe.rules.exact import findings_for_engine
 
-__all__ = ["exact_for_deployments", "sglang_launch_settings"]
+__all__ = ["exact_for_deployments", "sglang_launch_settings", "vllm_environment"]
 
 
 def sglang_launch_settings(deployment: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -49,12 +50,19 @@ def sglang_launch_settings(deployment: Any) -> tuple[dict[str, Any], dict[str, s
     return fields, {key: str(value) for key, value in env.items() if key.startswith("SGLANG_")}
 
 
+def vllm_environment(deployment: Any) -> dict[str, str]:
+    """The VLLM_* variables a deployment launches vLLM with (its file's environment and the command's prefix)."""
+    command = deployment.command
+    env = {**dict(deployment.env or {}), **(dict(command.env) if command is not None else {})}
+    return {key: str(value) for key, value in env.items() if key.startswith("VLLM_")}
+
+
 def exact_for_deployments(report: Any, deployments: Sequence[Any], engine: Any = None,
                           *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
     """``lint --exact`` / ``gate --exact``: each deployment's drafter, target and speculative settings through
     its vLLM or SGLang release's own code; one probe process per release. Findings are placed on the deployment."""
     summary: list[dict[str, Any]] = report.extra.setdefault("exact", [])
-    pending: dict[tuple[str, str], list[tuple[Any, ExactCase]]] = {}
+    pending: dict[tuple[str, str, str], list[tuple[Any, ExactCase]]] = {}
 
     def note(deployment: Any, finding: Finding, entry: dict[str, Any]) -> None:
         summary.append(entry)
@@ -89,11 +97,16 @@ def exact_for_deployments(report: Any, deployments: Sequence[Any], engine: Any =
             unusable = rules.UNAVAILABLE.finding(f"exact mode did not run: {entry['why']}; the verdict is static")
             note(deployment, unusable, entry)
             continue
-        server_args, env = sglang_launch_settings(deployment) if deployment.engine_name == "sglang" else ({}, {})
+        if deployment.engine_name == "sglang":
+            server_args, env = sglang_launch_settings(deployment)
+            group = ""  # SGLang reads each case's SGLANG_* in the one process
+        else:
+            server_args, env = {}, vllm_environment(deployment)
+            group = json.dumps(env, sort_keys=True)  # vLLM reads them once per process
         case = case_from_checkpoint(f"d{index}", checkpoint, target_config, method=deployment.method,
                                     speculative=deployment.speculative, server_args=server_args, env=env)
-        pending.setdefault((deployment.engine_name, str(version)), []).append((deployment, case))
-    for (engine_name, version), items in pending.items():
+        pending.setdefault((str(deployment.engine_name), str(version), group), []).append((deployment, case))
+    for (engine_name, version, _group), items in pending.items():
         name = "SGLang" if engine_name == "sglang" else "vLLM"
         interpreters = exact_interpreters(engine_name, version)
         if not interpreters:
