@@ -145,6 +145,8 @@ def validate_reply(reply: Any, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
             _expect(value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value)), key)
         for key in ("resolved", "error"):
             _expect(item.get(key) is None or isinstance(item.get(key), dict), key)
+        padded = item.get("padded")
+        _expect(padded is None or (isinstance(padded, list) and all(isinstance(p, dict) for p in padded)), "padded")
         refusals = item.get("launch_refusals")
         _expect(refusals is None or (isinstance(refusals, list) and all(
             isinstance(r, dict) and isinstance(r.get("variable"), str) and isinstance(r.get("error"), dict)

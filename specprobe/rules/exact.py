@@ -375,17 +375,28 @@ def _launch_findings(label: str, reply: Mapping[str, Any], version: str | None, 
 def _sglang_aux(label: str, resolved: Mapping[str, Any]) -> list[Finding]:
     found: list[Finding] = []
     if not resolved.get("use_aux_hidden_state"):
+        fc_in, hidden = resolved.get("fc_in_features"), resolved.get("target_hidden_size")
+        if isinstance(fc_in, int) and isinstance(hidden, int) and fc_in != hidden:
+            # llama_eagle3.py applies fc only to hidden states wider than the embedding: without aux capture
+            # (an algorithm other than EAGLE3) it is skipped, and the drafter runs without its trained input.
+            found.append(AUX_FC_MISMATCH.finding(
+                f"{label} runs algorithm {resolved.get('algorithm')}, whose target captures no aux hidden states: "
+                f"the draft's fc ({fc_in} in-features for {resolved.get('num_aux_hidden_states')} aux hidden states "
+                f"of width {hidden}) is skipped, and the drafter runs without the input it was trained on",
+                location="config.json:architectures",
+                hint="serve an EAGLE-3 drafter with --speculative-algorithm EAGLE3",
+            ))
         return found
     capture = resolved.get("target_layers_to_capture")
     top = resolved.get("draft_toplevel_aux_ids")
     would = resolved.get("toplevel_would_capture")
     if resolved.get("aux_source") == "target default" and isinstance(capture, list):
-        if top is not None and would is not None and would != capture:
+        if top is not None and would != capture:
+            meaning = f" where those ids mean {would}" if would is not None else ""
             found.append(DEFAULTS.finding(
                 f"{label} ignores the top-level eagle_aux_hidden_state_layer_ids {top} (it reads the ids only from "
                 f"eagle_config): the target captures its default layers {capture} (SGLang's capture-before-layer "
-                f"numbering) where those ids mean {would}; a drafter trained on its configured layers gets other "
-                "hidden states",
+                f"numbering){meaning}; a drafter trained on its configured layers gets other hidden states",
                 location="config.json:eagle_aux_hidden_state_layer_ids",
                 severity=Severity.WARNING,
                 hint="write the ids under eagle_config.eagle_aux_hidden_state_layer_ids for SGLang",
@@ -453,6 +464,29 @@ def sglang_findings_for(case: ExactCase, reply: Mapping[str, Any], version: str 
             f"size is {draft_hidden}: the first draft step fails",
             location="config.json:hidden_size",
             hint="pair the drafter with the target it was trained for",
+        ))
+    head, hot = resolved.get("draft_lm_head_shape_after_bind"), resolved.get("hot_token_map")
+    if isinstance(head, list) and head and isinstance(hot, list) and hot and head[0] != hot[0]:
+        tied = " (tie_word_embeddings: the head is embed_tokens, the target's after binding)" if resolved.get(
+            "lm_head_is_embed_tokens") else ""
+        found.append(EMBED_MISMATCH.finding(
+            f"{label} drafts with a head of {head[0]} rows{tied} while its hot-token map (d2t) translates {hot[0]} "
+            "draft-vocabulary ids: the proposed tokens are not the ones the head scored",
+            location="config.json:tie_word_embeddings" if tied else "model.safetensors:lm_head.weight",
+            hint="set tie_word_embeddings to false and ship lm_head.weight [draft_vocab_size, hidden_size]",
+        ))
+    padded = [item for item in reply.get("padded") or [] if isinstance(item, dict)]
+    if padded:
+        shown = "; ".join(f"{item.get('tensor')} {item.get('tensor_shape')} -> {item.get('parameter')} "
+                          f"({item.get('rows')} of {item.get('needed')} rows along dim {item.get('dim')})"
+                          for item in padded[:_LIST_LIMIT])
+        found.append(UNLOADED.finding(
+            f"{label} pads {len(padded)} checkpoint tensor(s) narrower than their parameter with zeros, without a "
+            f"message (pad_or_narrow_weight): {shown}; the padded rows are zeros when served",
+            location=f"{case.tensor_files.get(str(padded[0].get('tensor')), 'model.safetensors')}:"
+                     f"{padded[0].get('tensor')}",
+            hint="the tensor's shape disagrees with config.json (intermediate_size, head counts): fix the one that "
+                 "does not match training",
         ))
     from_target = resolved.get("load_lm_head_from_target")
     left = [name for name in reply.get("unloaded") or []

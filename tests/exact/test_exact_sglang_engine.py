@@ -65,6 +65,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[list[Any]], lis
     "fc-four-wide": ({}, {}, lambda t: [(n, d, (256, 1024) if n == "fc.weight" else s) for n, d, s in t]),
     "renamed-tensor": ({}, {}, _renamed("midlayer.mlp.down_proj.weight", "midlayer.mlp.down.weight")),
     "short-context": ({"max_position_embeddings": 2048}, {}, None),
+    "mlp-narrower-than-config": ({}, {}, lambda t: [(n, d, (384, 256) if n.endswith("gate_proj.weight") else s)
+                                                    for n, d, s in t]),
+    "tied-reduced-vocab": ({}, {"tie_word_embeddings": True}, _without("lm_head.weight")),
+    "eagle-algorithm": ({}, {}, None),
     "mxfp4-target": ({}, {}, None),
 }
 
@@ -82,7 +86,8 @@ def findings(sglang_python: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     for case_id, (spec, config, edit) in CASES.items():
         folder = build_draft(root / case_id, DraftSpec(**{**SPEC, **spec}), config_overrides=config or None)
         case = exact.case_from_checkpoint(case_id, load_checkpoint(folder),
-                                          mxfp4 if case_id == "mxfp4-target" else target_config)
+                                          mxfp4 if case_id == "mxfp4-target" else target_config,
+                                          method="eagle" if case_id == "eagle-algorithm" else None)
         if edit is not None:
             case = exact.ExactCase(case.id, case.draft_config, case.target_config, edit(list(case.tensors)),
                                    case.speculative, case.tensor_files)
@@ -176,6 +181,21 @@ def test_short_context_is_a_launch_warning_and_the_rest_is_judged(findings: dict
     assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 or --context-length 2048" in launch.message
     assert "sglang/srt/configs/model_config.py:" in launch.message
     assert _of(found, "EXACT-RESOLVED") and _worst([f for f in found if f is not launch]) is Severity.INFO
+
+
+def test_a_tensor_sglang_pads_with_zeros(findings: dict[str, list[Finding]]) -> None:
+    (padded,) = _of(findings["mlp-narrower-than-config"], "EXACT-UNLOADED-PARAMS")
+    assert "pads 1 checkpoint tensor" in padded.message and "384 of 512 rows" in padded.message
+
+
+def test_a_tied_head_over_a_reduced_vocabulary(findings: dict[str, list[Finding]]) -> None:
+    (head,) = _of(findings["tied-reduced-vocab"], "EXACT-EMBED-MISMATCH")
+    assert "head of 512 rows" in head.message and "translates 128" in head.message
+
+
+def test_an_eagle3_drafter_under_the_eagle_algorithm_runs_without_its_fc(findings: dict[str, list[Finding]]) -> None:
+    (skipped,) = _of(findings["eagle-algorithm"], "EXACT-AUX-FC-MISMATCH")
+    assert "algorithm EAGLE" in skipped.message and "is skipped" in skipped.message
 
 
 def test_a_target_this_machine_cannot_build_is_unavailable(findings: dict[str, list[Finding]]) -> None:

@@ -70,6 +70,8 @@ _PLATFORM = (
     "CUDA driver", "Failed to find a kernel that can implement", "not available on this platform",
     "cuda is not available", "No CUDA GPUs",
 )
+# specprobe's method names (vLLM's) -> SGLang's --speculative-algorithm.
+_ALGORITHMS = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "ngram": "NGRAM", "standalone": "STANDALONE"}
 # Parameters the draft takes from elsewhere (the target's embedding through set_embed) or that default
 # (KV-cache scales default to 1.0): never reported as left at init.
 _DEFAULTED_SUFFIXES = (".k_scale", ".v_scale")
@@ -185,7 +187,7 @@ class Session:
 @contextlib.contextmanager
 def _draft_build_scopes(draft_mc: Any, algorithm: Any) -> Iterator[None]:
     """The scopes EagleDraftWorker.__init__ builds its draft model in (speculative/eagle_worker_v2.py)."""
-    scopes = _first((("sglang.srt.layers.moe.utils", "draft_model_build_scope"),))
+    scopes = _optional("sglang.srt.layers.moe.utils", "draft_model_build_scope")  # 0.5.18 and later
     moe = _first((("sglang.srt.layers.moe.utils", "speculative_moe_backend_context"),))
     a2a = _first((("sglang.srt.layers.moe.utils", "speculative_moe_a2a_backend_context"),))
     spec = _optional("sglang.srt.speculative.draft_parallel", "model_draft_parallel_spec")
@@ -199,7 +201,8 @@ def _draft_build_scopes(draft_mc: Any, algorithm: Any) -> Iterator[None]:
             stack.enter_context(pp())
         # Earlier releases enter draft_tp_context only with DP attention, which one CPU rank does not use.
         for scope in (moe, a2a, scopes):
-            stack.enter_context(scope())
+            if scope is not None:
+                stack.enter_context(scope())
         yield
 
 
@@ -227,6 +230,7 @@ class Tracker:
         self.last: dict[str, Any] = {}
         self.shards: dict[tuple[str, str], Any] = {}
         self.overwritten: list[list[Any]] = []
+        self.padded: list[dict[str, Any]] = []
         for name, param in model.named_parameters(remove_duplicate=False):
             if id(param) in self.names:
                 continue
@@ -290,6 +294,38 @@ class Tracker:
                 return out
 
         return _Follow()
+
+
+@contextlib.contextmanager
+def _padding_recorded(tracker: Tracker) -> Iterator[None]:
+    """SGLang's loaders pad a checkpoint tensor narrower than its parameter's shard with zeros
+    (``pad_or_narrow_weight``, meant for odd MLP widths) without a message: each call that pads is recorded
+    against the parameter being loaded. SGLang's function runs unchanged."""
+    owners = []
+    for module_name in ("sglang.srt.layers.linear", "sglang.srt.layers.parameter"):
+        module = sys.modules.get(module_name)
+        if module is not None and hasattr(module, "pad_or_narrow_weight"):
+            owners.append(module)
+    if not owners:
+        yield
+        return
+    original = owners[0].pad_or_narrow_weight
+
+    def recorded(loaded_weight: Any, input_dim: int, start_idx: int, shard_size: int) -> Any:
+        valid = max(int(loaded_weight.shape[input_dim]) - int(start_idx), 0)
+        if valid < shard_size:
+            tracker.padded.append({"parameter": tracker.last.get("parameter"), "tensor": tracker.last.get("tensor"),
+                                   "tensor_shape": [int(n) for n in loaded_weight.shape], "dim": int(input_dim),
+                                   "rows": valid, "needed": int(shard_size)})
+        return original(loaded_weight, input_dim, start_idx, shard_size)
+
+    for module in owners:
+        module.pad_or_narrow_weight = recorded
+    try:
+        yield
+    finally:
+        for module in owners:
+            module.pad_or_narrow_weight = original
 
 
 def _capture(model: Any) -> tuple[Any, list[Any] | None]:
@@ -382,6 +418,20 @@ def _model_configs(session: Session, server_args: Any, resolved: dict[str, Any])
 
 
 def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
+    """One case on SGLang's CPU device; again on its CUDA device when only the CPU rotary path refused it.
+
+    SGLang's CPU rotary factory builds only some rope kinds (DeepSeek: deepseek_yarn, which every published
+    DeepSeek-V3 / Kimi-K2 config has); its CUDA path builds the others on meta without an accelerator, with
+    the same parameter shapes. A case is never judged by a rotary kind this machine's path lacks."""
+    result = _run_case(session, case, "cpu")
+    frame = (result.get("error") or {}).get("frame") or {}
+    if not result["ok"] and frame.get("function") == "get_rope_cpu":
+        result = _run_case(session, case, "cuda")
+        result["device"] = "cuda (SGLang's CPU rotary path does not build this rope)"
+    return result
+
+
+def _run_case(session: Session, case: dict[str, Any], device: str) -> dict[str, Any]:
     started = time.monotonic()
     seconds: dict[str, float] = {}
     resolved: dict[str, Any] = {}
@@ -390,7 +440,7 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
     env = {str(k): str(v) for k, v in (case.get("env") or {}).items() if str(k).startswith("SGLANG_")}
     try:
         with _environment(env):
-            stage = _run(session, case, result, started)
+            stage = _run(session, case, result, started, device)
     except UnsupportedError as exc:
         result["unsupported"] = str(exc)
         stage = "unsupported"
@@ -413,7 +463,7 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started: float) -> str:
+def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started: float, device: str) -> str:
     """One case's steps; ``result`` collects the reply (its ``_stage`` says how far it got)."""
     resolved: dict[str, Any] = result["resolved"]
     seconds: dict[str, float] = result["seconds"]
@@ -423,9 +473,10 @@ def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started
         result["_stage"] = stage
 
     at("config")
+    method = str((case.get("speculative_config") or {}).get("method") or "eagle3")
     fields: dict[str, Any] = {
         "model_path": str(case["target"]),
-        "speculative_algorithm": "EAGLE3",
+        "speculative_algorithm": _ALGORITHMS.get(method, method.upper()),
         "speculative_draft_model_path": str(case["draft"]),
         "speculative_num_steps": 3,
         "speculative_eagle_topk": 1,
@@ -433,7 +484,7 @@ def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started
     }
     fields.update(case.get("server_args") or {})
     # This machine's settings, never the deployment's: a CPU rank, no tokenizer, no weights read.
-    fields.update({"device": "cpu", "skip_tokenizer_init": True, "load_format": "dummy", "trust_remote_code": False})
+    fields.update({"device": device, "skip_tokenizer_init": True, "load_format": "dummy", "trust_remote_code": False})
     server_args = session.server_args(**fields)
     ranks = {"ranks": session.spawn_ranks(world_rank=0, dp_rank=None)} if session.spawn_ranks is not None else {}
     session.publish(server_args, role="scheduler", **ranks)
@@ -539,7 +590,7 @@ def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started
             dtype = getattr(torch, _DTYPES.get(str(dtype_name), "float32"), torch.float32)
             weights.append((str(name), torch.empty([int(s) for s in shape], dtype=dtype, device="meta")))
         tracker.tensor_names = {id(tensor): name for name, tensor in weights}
-        with torch.device("meta"), tracker.provenance(torch):
+        with torch.device("meta"), tracker.provenance(torch), _padding_recorded(tracker):
             model.load_weights(iter(weights))
         seconds["load"] = round(time.monotonic() - started, 2)
         hot = getattr(model, "hot_token_id", None)
@@ -553,6 +604,7 @@ def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started
         result["unloaded"] = sorted(name for name in tracker.names.values()
                                     if name not in tracker.loaded and not name.endswith(_DEFAULTED_SUFFIXES))
         result["overwritten"] = tracker.overwritten
+        result["padded"] = tracker.padded
 
         # EagleDraftWorker.init_lm_head, EAGLE-3 branch (speculative/eagle_worker_v2.py), on the meta models.
         at("bind")
@@ -581,6 +633,10 @@ def _run(session: Session, case: dict[str, Any], result: dict[str, Any], started
         resolved["hot_token_map"] = _shape(types.SimpleNamespace(weight=bound_hot)) if bound_hot is not None else None
         resolved["draft_embed_shape_after_bind"] = _shape(getattr(draft_inner, "embed_tokens", None))
         resolved["draft_lm_head_shape_after_bind"] = _shape(getattr(model, "lm_head", None))
+        head_module, embed_module = getattr(model, "lm_head", None), getattr(draft_inner, "embed_tokens", None)
+        resolved["lm_head_is_embed_tokens"] = head_module is not None and (
+            head_module is embed_module
+            or getattr(head_module, "weight", None) is getattr(embed_module, "weight", 0))
     result["ok"] = True
     return "done"
 
