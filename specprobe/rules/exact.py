@@ -533,6 +533,11 @@ def _sglang_resolved_text(label: str, resolved: Mapping[str, Any]) -> str:
                  + (f"hot-token map {hot}" if hot else "no hot-token map"))
     parts.append("embed_tokens and lm_head taken from the target" if resolved.get("bound") == "embed_and_head"
                  else "embed_tokens taken from the target, own lm_head")
+    dropped = resolved.get("target_built_without_quantization")
+    if dropped:
+        parts.append(f"the target built without its {dropped} quantization (this SGLang release registers {dropped} "
+                     "only on GPU platforms; the embedding, head and layers the draft is judged against are not "
+                     "quantized)")
     return "; ".join(parts) + "; the checkpoint's header shapes loaded and bound without a refusal"
 
 

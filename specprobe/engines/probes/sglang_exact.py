@@ -72,6 +72,8 @@ _PLATFORM = (
 )
 # specprobe's method names (vLLM's) -> SGLang's --speculative-algorithm.
 _ALGORITHMS = {"eagle3": "EAGLE3", "eagle": "EAGLE", "mtp": "EAGLE", "ngram": "NGRAM", "standalone": "STANDALONE"}
+_GPU_ONLY = "is registered by this SGLang release only on GPU platforms "
+_GPU_ONLY_QUANTIZATION = re.compile(r"quantization ([\w-]+) " + re.escape(_GPU_ONLY))
 # Parameters the draft takes from elsewhere (the target's embedding through set_embed) or that default
 # (KV-cache scales default to 1.0): never reported as left at init.
 _DEFAULTED_SUFFIXES = (".k_scale", ".v_scale")
@@ -367,7 +369,7 @@ def _platform_limit(exc: BaseException, message: str) -> str | None:
         except (OSError, ImportError, ValueError):
             source = ""
         if f'"{unknown.group(1)}"' in source:
-            return (f"quantization {unknown.group(1)} is registered by this SGLang release only on GPU platforms "
+            return (f"quantization {unknown.group(1)} {_GPU_ONLY}"
                     f"(sglang/srt/layers/quantization/__init__.py): {message}")
     return None
 
@@ -428,7 +430,27 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
     if not result["ok"] and frame.get("function") == "get_rope_cpu":
         result = _run_case(session, case, "cuda")
         result["device"] = "cuda (SGLang's CPU rotary path does not build this rope)"
+    method = result.pop("_gpu_only_quantization", None)
+    if method is not None:
+        # The target's quantization (mxfp4) is registered by this release only on GPU platforms. The target
+        # is built without it: its embedding, head, hidden size and layers (all the draft is judged against)
+        # are not quantized; its expert and attention weights are, and nothing here reads them.
+        retry = dict(case, target=_without_quantization(str(case["target"])))
+        result = _run_case(session, retry, "cpu")
+        result.pop("_gpu_only_quantization", None)
+        result["resolved"]["target_built_without_quantization"] = method
     return result
+
+
+def _without_quantization(target: str) -> str:
+    """A copy of the target's config.json (itself specprobe's copy) without quantization_config, beside it."""
+    source = Path(target)
+    copy = source.parent / (source.name + "-unquantized")
+    copy.mkdir(exist_ok=True)
+    config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    config.pop("quantization_config", None)
+    (copy / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return str(copy)
 
 
 def _run_case(session: Session, case: dict[str, Any], device: str) -> dict[str, Any]:
@@ -449,6 +471,9 @@ def _run_case(session: Session, case: dict[str, Any], device: str) -> dict[str, 
         tracker = result.pop("_tracker", None)
         result["error"] = _errors.describe_error(exc, "sglang")
         limit = _platform_limit(exc, str(result["error"].get("message")))
+        gpu_only = _GPU_ONLY_QUANTIZATION.search(limit or "")
+        if gpu_only is not None and stage in ("config", "model_config"):
+            result["_gpu_only_quantization"] = gpu_only.group(1)
         if limit is not None:
             result["unsupported"] = "this machine cannot construct it: " + limit[:400]
             stage = "unsupported"
@@ -456,8 +481,8 @@ def _run_case(session: Session, case: dict[str, Any], device: str) -> dict[str, 
             result["error"].update(tracker.last)
         elif stage == "bind" and result["error"].get("frame") is None:
             result["error"]["frame"] = _worker_line(exc)
-    result.pop("_stage", None)
     result.pop("_tracker", None)
+    result.pop("_stage", None)
     _clear_meta_rope_cache()
     result["stage"] = stage
     return result
