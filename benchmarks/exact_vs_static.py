@@ -117,6 +117,9 @@ def corpus(engine_name: str, release: str) -> None:
             if any(f.rule == "EXACT-UNAVAILABLE" for f in found):
                 print(f"UNAVAILABLE {case.id}: {found[0].message[:200]}")
                 continue
+            warned = [f for f in found if f.severity is Severity.WARNING]
+            if case.id.startswith("valid") and warned:
+                print(f"VALID-WARNED {case.id}: " + "; ".join(f"{f.rule}: {f.message[:160]}" for f in warned))
             if bool(static[case.id]) != bool(exact_errors):
                 disagree += 1
                 detail = "; ".join(f.message[:220] for f in found if f.severity is Severity.ERROR) or "exact: clean"

@@ -470,6 +470,12 @@ def _run_case(session: Session, case: dict[str, Any], device: str) -> dict[str, 
         stage = result.get("_stage", stage)
         tracker = result.pop("_tracker", None)
         result["error"] = _errors.describe_error(exc, "sglang")
+        # The folders SGLang names are specprobe's temporary copies: say what they stand for.
+        message = str(result["error"].get("message"))
+        for key, what in (("draft", "the drafter's folder"), ("target", "the target's folder")):
+            if case.get(key):
+                message = message.replace(str(case[key]), what)
+        result["error"]["message"] = message
         limit = _platform_limit(exc, str(result["error"].get("message")))
         gpu_only = _GPU_ONLY_QUANTIZATION.search(limit or "")
         if gpu_only is not None and stage in ("config", "model_config"):
