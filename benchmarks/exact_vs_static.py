@@ -35,19 +35,21 @@ from specprobe.rules import exact as exact_rules  # noqa: E402
 
 
 def _check(draft: Path, target: Path, engine: str, *, with_exact: bool,
-           cores: int | None = None) -> tuple[float, int, dict[str, Any]]:
+           cores: int | None = None) -> tuple[float, int, dict[str, Any], float]:
     pin = ["taskset", "-c", ",".join(str(i) for i in range(cores))] if cores else []
     args = [*pin, sys.executable, "-m", "specprobe", "check", str(draft), "--target", str(target),
             "--engine", engine, "--format", "json"]
     if with_exact:
         args.append("--exact")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     completed = subprocess.run(args, capture_output=True, text=True, check=False, cwd=draft.parent)
     seconds = time.monotonic() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU seconds of the run's processes: on cores shared with other work, wall time includes the waits.
+    cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
     report = json.loads(completed.stdout) if completed.stdout.strip() else {"error": completed.stderr[-300:]}
-    return seconds, max(peak_kib, before), report
+    return seconds, max(after.ru_maxrss, usage.ru_maxrss), report, cpu
 
 
 def timing(engine: str, cores: int | None) -> None:
@@ -64,19 +66,21 @@ def timing(engine: str, cores: int | None) -> None:
                 {"hidden_size": 7168, "vocab_size": 163840, "num_hidden_layers": 61},
             ),
         }
-        print(f"{engine}, {cores or 'all'} core(s)")
-        print(f"{'subject':<52} {'static s':>9} {'exact s':>9} {'ratio':>6} {'exact peak RSS':>15}  verdicts")
+        load = " ".join(Path("/proc/loadavg").read_text(encoding="utf-8").split()[:3])
+        print(f"{engine}, {cores or 'all'} core(s), load average {load}")
+        print(f"{'subject':<52} {'static s':>9} {'exact s':>9} {'ratio':>6} {'exact CPU s':>12} "
+              f"{'peak RSS':>10}  verdicts")
         for label, (spec, target_kwargs) in subjects.items():
             draft = build_draft(root / f"d{len(label)}", spec)
             target = root / f"t{len(label)}"
             build_target(target, **target_kwargs)
-            static_s, _, static_report = _check(draft, target, engine, with_exact=False, cores=cores)
-            exact_s, peak_kib, exact_report = _check(draft, target, engine, with_exact=True, cores=cores)
+            static_s, _, static_report, _ = _check(draft, target, engine, with_exact=False, cores=cores)
+            exact_s, peak_kib, exact_report, exact_cpu = _check(draft, target, engine, with_exact=True, cores=cores)
             verdicts = f"static ok={static_report.get('ok')} exact ok={exact_report.get('ok')}"
             verdicts += f" exact verdict={[e.get('verdict') for e in exact_report.get('exact', [])]}"
             exact_rules = sorted({f["rule"] for f in exact_report.get("findings", []) if f["rule"].startswith("EXACT")})
-            print(f"{label:<52} {static_s:9.1f} {exact_s:9.1f} {exact_s / static_s:6.0f} {peak_kib / 1024:12.0f} MiB"
-                  f"  {verdicts} {exact_rules}")
+            print(f"{label:<52} {static_s:9.1f} {exact_s:9.1f} {exact_s / static_s:6.0f} {exact_cpu:12.1f} "
+                  f"{peak_kib / 1024:6.0f} MiB  {verdicts} {exact_rules}")
 
 
 def corpus(engine_name: str, release: str) -> None:
