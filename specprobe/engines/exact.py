@@ -40,9 +40,10 @@ OFFLINE_ENV = {
     "DO_NOT_TRACK": "1",
     "VLLM_CPU_KVCACHE_SPACE": "1",
 }
-# Where SGLang, torch and FlashInfer keep caches: a temporary folder of specprobe's, never the user's.
-_SGLANG_CACHES = (
-    "XDG_CACHE_HOME", "HF_HOME", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE"
+# Where engines, torch, FlashInfer and humming keep caches: a temporary folder of specprobe's, never the user's.
+_CACHES = (
+    "XDG_CACHE_HOME", "HF_HOME", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
+    "HUMMING_TMP_DIR", "HUMMING_CACHE_DIR",
 )
 # The deployment settings handed to SGLang's ServerArgs in exact mode (the rest stay at the engine's defaults).
 SGLANG_SERVER_ARGS = ("context_length", "dtype", "quantization", "speculative_num_steps", "speculative_eagle_topk",
@@ -185,10 +186,14 @@ def run_cases(
     with tempfile.TemporaryDirectory(prefix="specprobe-exact-") as folder:
         request = build_request(cases, Path(folder))
         env = dict(OFFLINE_ENV)
-        if engine == "sglang":
-            # The probe drops inherited SGLANG_* variables and sets each case's own (its deployment's).
-            env.update({name: str(Path(folder) / "cache" / name.lower()) for name in _SGLANG_CACHES})
-        else:
+        # Engines and the libraries they import keep caches and locks under the home folder (humming's
+        # ~/.humming, FlashInfer's and torch's ~/.cache): for the probe, home and caches are specprobe's
+        # temporary folder, never the user's.
+        home = Path(folder) / "home"
+        home.mkdir()
+        env["HOME"] = str(home)
+        env.update({name: str(Path(folder) / "cache" / name.lower()) for name in _CACHES})
+        if engine != "sglang":  # the SGLang probe drops inherited SGLANG_* and sets each case's own
             # vLLM reads its variables once per process: the callers group cases by their deployment's VLLM_*.
             for case in cases:
                 env.update({key: str(value) for key, value in case.env.items() if key.startswith("VLLM_")})
