@@ -69,6 +69,12 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], Callable[[list[Any]], lis
                                                     for n, d, s in t]),
     "tied-reduced-vocab": ({}, {"tie_word_embeddings": True}, _without("lm_head.weight")),
     "eagle-algorithm": ({}, {}, None),
+    # SGLang's MLA EAGLE-3 drafter (kimi_k25_eagle3.py) on a DeepSeek-V3-style target: it fuses q_a and kv_a.
+    "mla": ({"draft_format": "eagle3-mla", "aux_layer_ids": [1, 3, 4]},
+            {"architectures": ["Eagle3DeepseekV2ForCausalLM"]}, None),
+    "mla-no-kv-a": ({"draft_format": "eagle3-mla", "aux_layer_ids": [1, 3, 4]},
+                    {"architectures": ["Eagle3DeepseekV2ForCausalLM"]},
+                    lambda t: [x for x in t if "kv_a_proj_with_mqa" not in x[0]]),
     "mxfp4-target": ({}, {}, None),
 }
 
@@ -80,11 +86,17 @@ def findings(sglang_python: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     target_config = json.loads((target / "config.json").read_text(encoding="utf-8"))
     # gpt-oss ships mxfp4 experts; SGLang registers mxfp4 only on GPU platforms (and its CPU engine).
     mxfp4 = {**target_config, "quantization_config": {"quant_method": "mxfp4"}}
+    mla = {**target_config, "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+           "kv_lora_rank": 32, "q_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+           "moe_layer_freq": 1, "first_k_dense_replace": 1, "n_routed_experts": 4, "n_shared_experts": 1,
+           "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_group": 1, "topk_group": 1,
+           "routed_scaling_factor": 1.0, "norm_topk_prob": True, "scoring_func": "sigmoid", "topk_method": "noaux_tc",
+           "num_key_value_heads": 4}
+    targets = {"mxfp4-target": mxfp4, "mla": mla, "mla-no-kv-a": mla}
     cases = []
     for case_id, (spec, config, edit) in CASES.items():
         folder = build_draft(root / case_id, DraftSpec(**{**SPEC, **spec}), config_overrides=config or None)
-        case = exact.case_from_checkpoint(case_id, load_checkpoint(folder),
-                                          mxfp4 if case_id == "mxfp4-target" else target_config,
+        case = exact.case_from_checkpoint(case_id, load_checkpoint(folder), targets.get(case_id, target_config),
                                           method="eagle" if case_id == "eagle-algorithm" else None)
         if edit is not None:
             case = exact.ExactCase(case.id, case.draft_config, case.target_config, edit(list(case.tensors)),
@@ -104,12 +116,19 @@ def _worst(found: list[Finding]) -> Severity:
     return max((f.severity for f in found), key=order.index)
 
 
-@pytest.mark.parametrize("case_id", ["valid", "valid-no-ids", "valid-full-vocab"])
+@pytest.mark.parametrize("case_id", ["valid", "valid-no-ids", "valid-full-vocab", "mla"])
 def test_valid_drafters_have_no_warning(findings: dict[str, list[Finding]], case_id: str) -> None:
     found = findings[case_id]
     assert _worst(found) is Severity.INFO, [f.message for f in found]
     (resolved,) = _of(found, "EXACT-RESOLVED")
-    assert "LlamaForCausalLMEagle3" in resolved.message and "fc 256x768" in resolved.message
+    assert "fc 256x768" in resolved.message
+    assert ("Eagle3DeepseekV2ForCausalLM" if case_id == "mla" else "LlamaForCausalLMEagle3") in resolved.message
+
+
+def test_mla_drafter_without_its_kv_a_half_is_left_at_init(findings: dict[str, list[Finding]]) -> None:
+    (unloaded,) = _of(findings["mla-no-kv-a"], "EXACT-UNLOADED-PARAMS")
+    assert "fused_qkv_a_proj_with_mqa" in unloaded.message
+    assert "MLA attention" in _of(findings["mla"], "EXACT-RESOLVED")[0].message
 
 
 def test_the_aux_default_is_info_as_in_static_mode(findings: dict[str, list[Finding]]) -> None:
