@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from specprobe.checkpoint.folder import load_checkpoint
@@ -526,3 +528,25 @@ def test_sglang_short_draft_context_is_the_launchs_to_decide(
     assert finding["severity"] == severity.removesuffix("-check")
     assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in finding["message"]
     assert ("sets neither" in finding["message"]) is (severity == "error")
+
+
+@settings(max_examples=200, deadline=None)
+@given(context=st.one_of(st.none(), st.text(max_size=12)), value=st.text(max_size=8),
+       draft_context=st.one_of(st.none(), st.integers(min_value=0, max_value=2**40)))
+def test_launch_settings_of_any_command_never_raise(context: str | None, value: str, draft_context: int | None) -> None:
+    """Values from a deployment file are untrusted: a context length that is no number is no setting."""
+    from specprobe.deploy.argv import ServeCommand
+    from specprobe.deploy.model import Deployment
+    from specprobe.findings import Finding
+    from specprobe.pipeline.exact import sglang_launch_settings
+    from specprobe.rules.target import MAX_POSITION, max_position_for_launch
+
+    flags = {"--context-length": context} if context is not None else {}
+    command = ServeCommand(engine="sglang", model="T", flags=flags,
+                           env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": value})
+    fields, env = sglang_launch_settings(Deployment(name="d", command=command))
+    assert set(fields) <= {"context_length"} and isinstance(fields.get("context_length", 0), int)
+    finding: Finding = MAX_POSITION.finding("short")
+    decided = max_position_for_launch(finding, env, context, draft_context)
+    lifted = value.strip().lower() in ("true", "1", "yes", "y")
+    assert (decided is None) if lifted else (decided is None or decided.severity is Severity.ERROR)
