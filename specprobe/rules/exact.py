@@ -618,4 +618,10 @@ def check_exact(ctx: Any, report: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) 
             entry["verdict"] = "exact"
         else:
             entry["why"] = str(reply.get("unsupported"))
-        report.extend(findings_for_engine(engine, case, reply, run.version))
+        found = findings_for_engine(engine, case, reply, run.version)
+        if not (ctx.engine_explicit or len(ctx.engines) == 1):
+            # As the static TARGET-MAX-POSITION: a launch refusal of an engine the user did not choose is info.
+            for finding in found:
+                if finding.rule == LAUNCH_SETTING.id and finding.severity is Severity.WARNING:
+                    finding.severity = Severity.INFO
+        report.extend(found)
