@@ -86,7 +86,8 @@ def _gate(
     exact: Annotated[
         bool,
         typer.Option(
-            "--exact", help="Also run each vLLM release's own draft model code on its drafter (docs/exact.md)."
+            "--exact",
+            help="Also run each vLLM or SGLang release's own draft model code on its drafter (docs/exact.md).",
         ),
     ] = False,
     smoke: Annotated[

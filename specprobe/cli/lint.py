@@ -54,7 +54,7 @@ def _lint(
     exact: Annotated[
         bool,
         typer.Option(
-            "--exact", help="Also run the vLLM release's own draft model code on the drafter (docs/exact.md)."
+            "--exact", help="Also run the vLLM or SGLang release's own draft model code on the drafter (docs/exact.md)."
         ),
     ] = False,
     fmt: FormatOption = None,

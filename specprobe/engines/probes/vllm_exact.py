@@ -58,6 +58,10 @@ _DTYPES = {
 
 
 _INSPECTION_FAILED = "failed to be inspected"
+# Failures of this machine, not of the drafter: a model class the registry cannot import here, a compiled op
+# missing from this interpreter, a quantized layer for which construction finds no CPU kernel (an FP8
+# block-quantized drafter: "Failed to find a kernel that can implement the ScaledMM linear layer").
+_MACHINE_LIMITS = (_INSPECTION_FAILED, "_OpNamespace", "Failed to find a kernel that can implement")
 
 
 class UnsupportedError(Exception):
@@ -404,11 +408,12 @@ def run_case(session: Session, case: dict[str, Any]) -> dict[str, Any]:
     except (Exception, SystemExit) as exc:
         result["error"] = _errors.describe_error(exc, "vllm")
         message = str(result["error"].get("message"))
-        if _INSPECTION_FAILED in message or "_OpNamespace" in message:
+        if any(text in message for text in _MACHINE_LIMITS):
             # The registry imports each class in a subprocess, and layers ask for the release's compiled
             # ops (vllm._C) when they are built; a class or op that does not load in this interpreter (its
             # torch, its C++ runtime) is this machine's limit, not the drafter's fault.
-            result["unsupported"] = "the release's model code does not load in this interpreter: " + message[:300]
+            result["unsupported"] = "this machine cannot construct it (the release's model code, ops or kernels do " \
+                "not load in this interpreter): " + message[:300]
             stage = "unsupported"
         if stage == "load" and tracker is not None:
             result["error"].update(tracker.last)

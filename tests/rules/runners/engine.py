@@ -209,7 +209,8 @@ def _launch(case: dict[str, Any], draft: Path, target: Path) -> list[str]:
     engine = case["engine"].split("==")[0]
     if engine == "sglang":
         return ["python", "-m", "sglang.launch_server", "--model-path", str(target), "--speculative-algorithm",
-                case.get("method", "eagle3").upper(), "--speculative-draft-model-path", str(draft)]
+                case.get("method", "eagle3").upper(), "--speculative-draft-model-path", str(draft),
+                *case.get("launch_args", [])]
     spec = {"method": case.get("method", "eagle3"), "model": str(draft), "num_speculative_tokens": 3,
             **case.get("speculative", {})}
     return ["vllm", "serve", str(target), "--speculative-config", json.dumps(spec)]
