@@ -159,6 +159,8 @@ def smoke(
             device=device,
             progress=not no_progress,
             engine_log=engine_log,
+            hidden_states=hidden_states,
+            max_samples=max_samples,
         )
         emit(run_serve(serve_options), fmt, output, strict=strict)
         return
@@ -207,5 +209,7 @@ def smoke(
         device=device,
         dtype=dtype,
         progress=not no_progress,
+        hidden_states=hidden_states,
+        max_samples=max_samples,
     )
     emit(run_server(server_options), fmt, output, strict=strict)
