@@ -16,6 +16,7 @@ import math
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,9 @@ def load_offline_drafter(options: OfflineOptions, facts: TargetFacts, dtype: tor
     )
     drafter.to(device=options.device, dtype=dtype)
     drafter.d2t = drafter.d2t.to(device=options.device, dtype=torch.long)
+    # On a GPU a long replay of a large drafter is bound by attention's key/value copies without this;
+    # on the CPU the replay keeps the reference backend's kernels, so that its counts equal the reference's.
+    drafter.grouped_attention = options.device.startswith("cuda")
     drafter.eval()
     return drafter
 
@@ -205,8 +209,13 @@ class ReplayCounts:
         return len(self.drafts) - 1
 
 
+# Drafter cache sizes come in steps of this many slots, so that batches of similar length share one
+# cache and its captured CUDA graphs (reference._steps keeps them per batch size and capacity).
+CAPACITY_STEP = 2048
+
+
 def _capacity(slots: int) -> int:
-    return -(-slots // 64) * 64
+    return -(-slots // CAPACITY_STEP) * CAPACITY_STEP
 
 
 @torch.inference_mode()
@@ -336,14 +345,24 @@ def replay_dump(
                 progress(sample.length)
             yield from _rows_of(sample, index, k)
 
-    for batch in _batches(rows(), batch_size):
-        for row, (drafts, accepted, per_pos) in zip(batch, replay_rows(drafter, batch, k, device=device), strict=True):
-            counts.drafts[row.sample] += drafts
-            counts.accepted[row.sample] += accepted
-            counts.emitted[row.sample] += drafts + accepted
-            for i, value in enumerate(per_pos):
-                counts.per_pos[row.sample][i] += value
+    # The next batch is read and checked (files, decompression, finiteness) on a second thread while
+    # this one replays: torch releases the GIL in both.
+    with ThreadPoolExecutor(max_workers=1) as reader:
+        batches = _batches(rows(), batch_size)
+        pending = reader.submit(next, batches, None)
+        while (batch := pending.result()) is not None:
+            pending = reader.submit(next, batches, None)
+            _count(counts, batch, replay_rows(drafter, batch, k, device=device))
     return counts, totals
+
+
+def _count(counts: ReplayCounts, batch: list[Row], results: list[tuple[int, int, list[int]]]) -> None:
+    for row, (drafts, accepted, per_pos) in zip(batch, results, strict=True):
+        counts.drafts[row.sample] += drafts
+        counts.accepted[row.sample] += accepted
+        counts.emitted[row.sample] += drafts + accepted
+        for i, value in enumerate(per_pos):
+            counts.per_pos[row.sample][i] += value
 
 
 def _dump_finding(exc: DumpError) -> Finding:
