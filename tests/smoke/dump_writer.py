@@ -64,3 +64,32 @@ def write_specforge_dump(records: Sequence[dict[str, torch.Tensor]], out: Path, 
     for index, record in enumerate(records):
         save_record(record, sample_path(out, index, compress=compress), compress=compress)
     return out
+
+
+# Small synthetic drafters and dumps (random weights and states) for the parsing tests and rule fixtures.
+HIDDEN = 32
+AUX = (1, 2, 3)
+VOCAB = 256
+
+
+def tiny_drafter(folder: Path) -> Path:
+    """A random EAGLE-3 drafter with its own embedding, target hidden 32, three aux layers, vocab 256."""
+    from specprobe.demo.fixtures import DraftSpec, build_draft
+
+    spec = DraftSpec(hidden_size=HIDDEN, num_attention_heads=2, num_key_value_heads=1, intermediate_size=64,
+                     vocab_size=VOCAB, draft_vocab_size=64, aux_layer_ids=list(AUX), embed_tokens=True)
+    return build_draft(folder, spec)
+
+
+def synthetic_record(length: int = 24, prompt: int = 8, *, width: int = HIDDEN * len(AUX), seed: int = 0,
+                     hidden: int = HIDDEN) -> dict[str, torch.Tensor]:
+    """A SpecForge record of random states: ``prompt`` context tokens, then ``length - prompt`` response tokens."""
+    generator = torch.Generator().manual_seed(seed)
+    mask = torch.zeros(length, dtype=torch.long)
+    mask[prompt:] = 1
+    return {
+        "input_ids": torch.randint(0, VOCAB, (length,), generator=generator),
+        "loss_mask": mask,
+        "aux_hidden_state": torch.randn(1, length, width, generator=generator),
+        "hidden_state": torch.randn(1, length, hidden, generator=generator),
+    }

@@ -19,7 +19,6 @@ from specprobe.cli import app
 
 torch = pytest.importorskip("torch")
 
-from specprobe.demo.fixtures import DraftSpec, build_draft  # noqa: E402
 from specprobe.smoke.dumps import (  # noqa: E402
     DumpError,
     DumpExpectation,
@@ -30,30 +29,19 @@ from specprobe.smoke.dumps import (  # noqa: E402
     response_spans,
     select_files,
 )
-from tests.smoke.dump_writer import sample_path, save_record  # noqa: E402
+from tests.smoke.dump_writer import (  # noqa: E402
+    AUX,
+    HIDDEN,
+    VOCAB,
+    sample_path,
+    save_record,
+    synthetic_record,
+    tiny_drafter,
+)
 
-HIDDEN = 32
-AUX = (1, 2, 3)
-VOCAB = 256
 EXPECT = DumpExpectation(HIDDEN, len(AUX), VOCAB)
-
-
-def _drafter(folder: Path) -> Path:
-    spec = DraftSpec(hidden_size=HIDDEN, num_attention_heads=2, num_key_value_heads=1, intermediate_size=64,
-                     vocab_size=VOCAB, draft_vocab_size=64, aux_layer_ids=list(AUX), embed_tokens=True)
-    return build_draft(folder, spec)
-
-
-def _record(length: int = 24, prompt: int = 8, *, width: int = HIDDEN * len(AUX), seed: int = 0) -> dict:
-    generator = torch.Generator().manual_seed(seed)
-    mask = torch.zeros(length, dtype=torch.long)
-    mask[prompt:] = 1
-    return {
-        "input_ids": torch.randint(0, VOCAB, (length,), generator=generator),
-        "loss_mask": mask,
-        "aux_hidden_state": torch.randn(1, length, width, generator=generator),
-        "hidden_state": torch.randn(1, length, HIDDEN, generator=generator),
-    }
+_drafter = tiny_drafter
+_record = synthetic_record
 
 
 def _dump(folder: Path, records: list[dict], *, compress: bool = False) -> Path:
