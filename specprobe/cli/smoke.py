@@ -100,11 +100,47 @@ def smoke(
     timing_repeats: Annotated[
         int, typer.Option("--timing-repeats", help="Time each loop N times and report the median (reference).")
     ] = 1,
+    hidden_states: Annotated[
+        Path | None,
+        typer.Option(
+            "--hidden-states",
+            help="A drafter-training hidden-state dump (SpecForge or speculators): replay the drafter on it, "
+            "without the target, and report the acceptance its own data predicts.",
+        ),
+    ] = None,
+    max_samples: Annotated[
+        int | None, typer.Option("--max-samples", help="With --hidden-states: a seeded random sample of N files.")
+    ] = None,
+    sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed of --max-samples.")] = 0,
+    batch_size: Annotated[
+        int | None,
+        typer.Option("--batch-size", help="With --hidden-states: samples replayed together (default 16 CPU, 64 GPU)."),
+    ] = None,
     fmt: FormatOption = None,
     output: OutputOption = None,
     strict: StrictOption = False,
 ) -> None:
     """Measure acceptance rate, acceptance length, losslessness and speed-up of a drafter."""
+    if hidden_states is not None and not serve and backend is Backend.REFERENCE and not compare_reference:
+        from specprobe.smoke.offline import OfflineOptions, run_offline
+
+        if draft is None:
+            raise SpecprobeError("--hidden-states needs --draft")
+        offline_options = OfflineOptions(
+            draft=draft,
+            hidden_states=hidden_states,
+            target=target,
+            num_speculative_tokens=num_speculative_tokens,
+            max_samples=max_samples,
+            seed=sample_seed,
+            device=device,
+            dtype=dtype,
+            batch_size=batch_size,
+            min_acceptance_length=min_acceptance_length,
+            progress=not no_progress,
+        )
+        emit(run_offline(offline_options), fmt, output, strict=strict)
+        return
     if serve:
         from specprobe.smoke.engine_process import ServeOptions, run_serve
 
@@ -123,6 +159,8 @@ def smoke(
             device=device,
             progress=not no_progress,
             engine_log=engine_log,
+            hidden_states=hidden_states,
+            max_samples=max_samples,
         )
         emit(run_serve(serve_options), fmt, output, strict=strict)
         return
@@ -171,5 +209,7 @@ def smoke(
         device=device,
         dtype=dtype,
         progress=not no_progress,
+        hidden_states=hidden_states,
+        max_samples=max_samples,
     )
     emit(run_server(server_options), fmt, output, strict=strict)

@@ -110,3 +110,38 @@ TIMING_NOISE = rule(
     "a speed-up was measured although no draft token was accepted: the timing is noise, not a speed-up",
     VLLM_SPEC_METRICS,
 )
+
+SPECFORGE_DUMP = "https://github.com/sgl-project/SpecForge/blob/main/scripts/prepare_hidden_states.py"
+SPECULATORS_DUMP = "https://github.com/vllm-project/speculators/blob/main/src/speculators/train/data.py"
+TORCH_WEIGHTS_ONLY = "https://docs.pytorch.org/docs/stable/notes/serialization.html#weights-only"
+SGLANG_CAPTURE = (
+    "https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/models/llama.py"
+)
+DUMP_UNREADABLE = rule(
+    "SMOKE-DUMP-UNREADABLE",
+    FAMILY,
+    Severity.ERROR,
+    "a hidden-state dump (or one of its files) cannot be replayed: not a dump, empty, truncated, non-finite, "
+    "a pickle that asks for code, or EAGLE ge_data with the last layer only",
+    SPECFORGE_DUMP,
+    TORCH_WEIGHTS_ONLY,
+)
+DUMP_MISMATCH = rule(
+    "SMOKE-DUMP-MISMATCH",
+    FAMILY,
+    Severity.ERROR,
+    "the hidden-state dump does not fit the drafter (hidden size, number of aux layers or vocabulary): "
+    "it comes from another target or captured other layers",
+    SPECFORGE_DUMP,
+    SPECULATORS_DUMP,
+)
+ENGINE_BELOW_DATA = rule(
+    "SMOKE-ENGINE-BELOW-DATA",
+    FAMILY,
+    Severity.ERROR,
+    "the engine's acceptance is clearly below what the drafter reaches on its own hidden-state data "
+    "(beyond both 95% intervals): the engine is not feeding it the hidden states it was trained on",
+    VLLM_EAGLE3_SRC,
+    SGLANG_CAPTURE,
+    VLLM_SPEC_METRICS,
+)

@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specprobe.findings import Finding, Measurement, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
+from specprobe.smoke.offline_gap import compare_with_data
 from specprobe.smoke.plot import plot_per_position
 from specprobe.smoke.prompts import Prompt, load_prompts
 from specprobe.smoke.runner import SmokeOptions, measurement_findings, run_reference
@@ -64,6 +65,9 @@ class ServerOptions:
     # compares it with the checkpoint's greedy output); off for `--backend server`, whose JSON stays free
     # of generated text.
     keep_outputs: bool = False
+    # A hidden-state dump of the drafter's training data: the engine's figures beside what it predicts.
+    hidden_states: Path | None = None
+    max_samples: int | None = None
 
 
 @dataclass
@@ -318,6 +322,14 @@ def run_server(options: ServerOptions) -> Report:
         report.extend(measurement_findings_for_server(measured, options.min_acceptance_length, engine or "server"))
     if options.compare_reference:
         _compare_reference(options, report, measured)
+    if options.hidden_states is not None:
+        if options.draft is None:
+            raise SpecprobeError("--hidden-states needs --draft")
+        compare_with_data(
+            report, measured, options.hidden_states, options.draft, options.target,
+            int(measured.num_speculative_tokens or options.num_speculative_tokens),
+            max_samples=options.max_samples, device=options.device, dtype=options.dtype, progress=options.progress,
+        )  # fmt: skip
     if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
         reference = measured.details.get("reference", {}).get("per_position")
         plot_per_position(

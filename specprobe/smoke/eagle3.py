@@ -418,6 +418,12 @@ class Eagle3Drafter(nn.Module):
     """EAGLE-3 drafter: fc over aux hidden states, one layer, final norm, reduced lm_head, d2t."""
 
     d2t: torch.Tensor
+    # Attend with the query heads of each key/value head stacked, instead of copying every cached key
+    # and value once per query head (``expand_kv``): the same arithmetic per output row without the
+    # copies, which for a long replay of a large drafter (8 key/value heads for 64 query heads) cost
+    # more than the step. Off by default so that the reference backend keeps the kernels its measured
+    # results were taken with.
+    grouped_attention = False
 
     def __init__(self, cfg: Eagle3Config, embed_tokens: nn.Embedding | None = None) -> None:
         super().__init__()
@@ -478,17 +484,34 @@ class Eagle3Drafter(nn.Module):
             keys, values = cache.keys, cache.values
             key_index = torch.arange(old + n, device=tokens.device)
             mask = slot_mask(key_index, key_index[old:], cache.valid)
-        attn = functional.scaled_dot_product_attention(
-            q,
-            self.layer.expand_kv(keys),
-            self.layer.expand_kv(values),
-            attn_mask=mask[:, None],
-            scale=1.0 / math.sqrt(self.cfg.head_dim),
-        )
+        groups = self.cfg.num_attention_heads // self.cfg.num_key_value_heads
+        if self.grouped_attention and groups > 1:
+            attn = _grouped_attention(q, keys, values, mask, groups=groups, scale=1.0 / math.sqrt(self.cfg.head_dim))
+        else:
+            attn = functional.scaled_dot_product_attention(
+                q,
+                self.layer.expand_kv(keys),
+                self.layer.expand_kv(values),
+                attn_mask=mask[:, None],
+                scale=1.0 / math.sqrt(self.cfg.head_dim),
+            )
         prenorm = self.layer.finish(attn, residual)
         normed = self.norm(prenorm)
         logits: torch.Tensor = self.lm_head(normed)
         return logits, (normed if self.cfg.norm_output else prenorm)
+
+
+def _grouped_attention(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, *, groups: int, scale: float
+) -> torch.Tensor:
+    """Attention of q [B, heads, n, d] over shared keys/values [B, kv_heads, slots, d] (query head h reads
+    key/value head h // groups, as ``expand_kv`` lays them out) with a mask [B, n, slots]."""
+    batch, heads, n, dim = q.shape
+    kv_heads = keys.shape[1]
+    stacked = q.reshape(batch, kv_heads, groups * n, dim)
+    stacked_mask = mask[:, None, None].expand(batch, 1, groups, n, mask.shape[-1]).reshape(batch, 1, groups * n, -1)
+    out = functional.scaled_dot_product_attention(stacked, keys, values, attn_mask=stacked_mask, scale=scale)
+    return out.reshape(batch, heads, n, dim)
 
 
 # --- reading and writing checkpoints ------------------------------------------------------------

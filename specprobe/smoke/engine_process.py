@@ -34,6 +34,7 @@ from specprobe.findings import Finding, Measurement, Report, SpecprobeError
 from specprobe.rules import smoke as smoke_rules
 from specprobe.smoke.counters import ServerOptions, run_server
 from specprobe.smoke.launch import LaunchCommand, local_folder, parse_launch
+from specprobe.smoke.offline_gap import compare_with_data
 from specprobe.smoke.plot import plot_per_position
 from specprobe.smoke.runner import SmokeOptions, measure_reference, static_check
 
@@ -102,6 +103,9 @@ class ServeOptions:
     progress: bool = True
     log: TextIO | None = None  # where start-up progress goes (stderr by default)
     engine_log: Path | None = None  # keep the engine's whole log here
+    # A hidden-state dump of the drafter's training data: the engine's figures beside what it predicts.
+    hidden_states: Path | None = None
+    max_samples: int | None = None
 
 
 @dataclass
@@ -467,6 +471,14 @@ def run_serve(options: ServeOptions) -> Report:
         reference_start = time.perf_counter()
         compare_with_reference(report, options, target, draft, launch, k, completions)
         timings["reference_seconds"] = round(time.perf_counter() - reference_start, 1)
+    if options.hidden_states is not None and draft is not None:
+        data_start = time.perf_counter()
+        compare_with_data(
+            report, measured, options.hidden_states, draft, str(target) if target else None, k,
+            max_samples=options.max_samples, device=options.device, dtype=launch.dtype("float32"),
+            progress=options.progress,
+        )  # fmt: skip
+        timings["hidden_states_seconds"] = round(time.perf_counter() - data_start, 1)
     report.extra.update(timings)
     if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
         reference = measured.details.get("reference_per_position")

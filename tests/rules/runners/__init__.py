@@ -19,7 +19,7 @@ from typing import Any
 
 Runner = Callable[[dict[str, Any], Path, Path], set[str]]
 
-_MODULES = ("check", "deploy", "engine", "hub")
+_MODULES = ("check", "deploy", "engine", "hub", "offline")
 
 
 def _collect() -> dict[str, Runner]:
