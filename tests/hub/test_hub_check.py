@@ -56,6 +56,17 @@ def test_hub_verdict_equals_local_and_offline_rerun_equals_it(hub, big_drafter, 
     assert len(hub.served.requests) == requests_online
 
 
+def test_a_hub_that_lists_no_sizes_is_judged_alike_from_its_range_answers(hub, big_drafter, tmp_path):
+    _publish_pair(hub, big_drafter, draft={"listing_sizes": False}, target={"listing_sizes": False})
+    env = hub_env(hub.url, tmp_path / "home")
+    args = ["--engine", ENGINE, "--format", "json"]
+    local = specprobe(["check", str(big_drafter[0]), "--target", str(big_drafter[1]), *args], env)
+    online = specprobe(["check", "acme/eagle3", "--target", "acme/target", *args], env)
+    offline = specprobe(["check", "acme/eagle3", "--target", "acme/target", *args], {**env, "HF_HUB_OFFLINE": "1"})
+    assert _verdict(online.report) == _verdict(local.report) == _verdict(offline.report), online.stdout
+    assert hub.served.whole_weight_files() == []
+
+
 def test_text_output_names_the_commit_judged(hub, big_drafter, tmp_path):
     _publish_pair(hub, big_drafter)
     run = specprobe(["check", "acme/eagle3", "--target", "acme/target", "--engine", ENGINE],
