@@ -19,7 +19,6 @@ message, a finding or a cache file name.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import json
@@ -496,6 +495,9 @@ class HubSession:
         distinct = list(dict.fromkeys(wanted))
         if len(distinct) < 2:
             return
+        # Imported here: only a run naming several hub repositories starts threads (~4 ms of import).
+        import concurrent.futures  # noqa: PLC0415
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=MAX_CONCURRENT_REPOS) as pool:
             for future in [pool.submit(self._try_open, ref, role) for ref, role in distinct]:
                 future.result()
