@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from specprobe.demo.fixtures import DraftSpec, build_draft
 from tests.hub.conftest import TOKEN, hub_env, specprobe
 from tests.hub.hubserver import HubServer, publish, serve_hub
 
@@ -65,6 +66,15 @@ def test_a_hub_that_lists_no_sizes_is_judged_alike_from_its_range_answers(hub, b
     offline = specprobe(["check", "acme/eagle3", "--target", "acme/target", *args], {**env, "HF_HUB_OFFLINE": "1"})
     assert _verdict(online.report) == _verdict(local.report) == _verdict(offline.report), online.stdout
     assert hub.served.whole_weight_files() == []
+    # A drafter smaller than the first header read: its end is found from the Range answer.
+    tiny = build_draft(tmp_path / "tiny", DraftSpec(hidden_size=8, num_attention_heads=2, num_key_value_heads=1,
+                                                     intermediate_size=16, vocab_size=64, draft_vocab_size=32))
+    assert (tiny / "model.safetensors").stat().st_size < 16 * 1024
+    publish(hub.root, "acme/tiny", tiny, {"listing_sizes": False})
+    local = specprobe(["check", str(tiny), "--format", "json"], env)
+    online = specprobe(["check", "acme/tiny", "--format", "json"], env)
+    offline = specprobe(["check", "acme/tiny", "--format", "json"], {**env, "HF_HUB_OFFLINE": "1"})
+    assert _verdict(online.report) == _verdict(local.report) == _verdict(offline.report), online.stdout
 
 
 def test_text_output_names_the_commit_judged(hub, big_drafter, tmp_path):
