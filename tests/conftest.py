@@ -71,6 +71,15 @@ def _fast_tier_finds_no_engine(
         monkeypatch.delenv(variable, raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_real_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test asks the real Hugging Face hub, nor reads what this machine's runs kept of it: hub ids
+    not in a test's own caches are "not examined" (HF_HUB_OFFLINE), as on a machine without network.
+    The hub tests (tests/hub/) run specprobe against their loopback server with their own environment."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("SPECPROBE_HUB_CACHE", str(tmp_path / "specprobe-hub"))
+
+
 def _empty_engines_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # One folder for the session, checked empty at each use: a test that provisions into it is a bug.
     folder = tmp_path_factory.getbasetemp() / "no-engines"

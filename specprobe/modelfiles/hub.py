@@ -19,7 +19,6 @@ message, a finding or a cache file name.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import json
@@ -28,7 +27,7 @@ import re
 import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,6 +256,7 @@ class HubFiles(ModelFiles):
         self._budget = _Budget()
         self._lock = threading.RLock()
         self.warmed: set[str] = set()
+        self._sizes_learned = False
 
     # -- the interface ---------------------------------------------------------------------------------
 
@@ -277,6 +277,7 @@ class HubFiles(ModelFiles):
             if data is None:
                 data = self._fetch_or_oserror(name, None, max_bytes)
                 self.session.cache_write(path, data)
+                self._learn_size(name, len(data))
             self._whole[name] = data
             return data
 
@@ -299,9 +300,18 @@ class HubFiles(ModelFiles):
             data = self._cached(path, length)
             if data is None:
                 data = self._fetch_or_oserror(name, (begin, length), length)
-                self.session.cache_write(path, data)
+                # Kept under the span it turned out to be (shorter at the end of a file whose size the
+                # listing did not give), which is the span a later run, knowing the size, asks for.
+                self.session.cache_write(self._cache_path("ranges", name, f"-{begin}-{len(data)}"), data)
             self._ranges.setdefault(name, []).append((begin, data))
             return data
+
+    def _learn_size(self, name: str, total: int) -> None:
+        # A hub whose listing gives no sizes still tells a file's size in each Range answer; the header
+        # reader needs it (as a local file's size) to bound what it reads.
+        if self._files.get(name) is None and 0 <= total < 2**63:
+            self._files[name] = total
+            self._sizes_learned = True
 
     def local_path(self, name: str) -> Path | None:
         path = self._cache_path("files", name)
@@ -324,6 +334,10 @@ class HubFiles(ModelFiles):
                     self._warm_draft()
             except _HubError as exc:
                 raise self.session.unavailable(self.ref, exc) from None
+            if self._sizes_learned:
+                # Kept with the listing, so that an offline run knows them too.
+                self.session.remember(self.ref, self._commit, self._files)
+                self._sizes_learned = False
             self.warmed.add(role)
 
     def _warm_file(self, name: str) -> bytes | None:
@@ -410,7 +424,8 @@ class HubFiles(ModelFiles):
             )
         try:
             return self.session.fetch(
-                self.ref, self._commit, name, span, max_bytes, self._budget, self._files.get(name)
+                self.ref, self._commit, name, span, max_bytes, self._budget, self._files.get(name),
+                lambda total: self._learn_size(name, total),
             )
         except _HubError as exc:
             raise _HubOSError(exc) from None
@@ -482,6 +497,9 @@ class HubSession:
         distinct = list(dict.fromkeys(wanted))
         if len(distinct) < 2:
             return
+        # Imported here: only a run naming several hub repositories starts threads (~4 ms of import).
+        import concurrent.futures  # noqa: PLC0415
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=MAX_CONCURRENT_REPOS) as pool:
             for future in [pool.submit(self._try_open, ref, role) for ref, role in distinct]:
                 future.result()
@@ -528,7 +546,7 @@ class HubSession:
         url = f"{self.endpoint}/api/models/{ref.repo_id}/revision/{quote(revision, safe='')}?blobs=true"
         raw = self._get(ref, url, None, MAX_LISTING_BYTES, None)
         commit, files = parse_listing(raw, str(ref))
-        self._remember(ref, commit, files)
+        self.remember(ref, commit, files)
         return commit, files
 
     # -- the caches ------------------------------------------------------------------------------------
@@ -539,7 +557,7 @@ class HubSession:
     def _ref_path(self, ref: HubRef) -> Path:
         return self.cache_root / _repo_folder(ref.repo_id) / "refs" / quote(ref.revision or "main", safe="")
 
-    def _remember(self, ref: HubRef, commit: str, files: dict[str, int | None]) -> None:
+    def remember(self, ref: HubRef, commit: str, files: dict[str, int | None]) -> None:
         self.cache_write(self.commit_dir(ref.repo_id, commit) / "listing.json", json.dumps({"files": files}).encode())
         self.cache_write(self._ref_path(ref), commit.encode())
 
@@ -614,6 +632,7 @@ class HubSession:
         max_bytes: int,
         budget: _Budget,
         size: int | None = None,
+        on_size: Callable[[int], None] | None = None,
     ) -> bytes:
         """``name`` at ``commit`` (whole, or the byte span ``(begin, length)``), within ``budget``."""
         from huggingface_hub import hf_hub_url  # noqa: PLC0415
@@ -629,7 +648,7 @@ class HubSession:
         budget.requests_left -= 1
         url = hf_hub_url(ref.repo_id, name, revision=commit, endpoint=self.endpoint)
         try:
-            data = self._get(ref, url, span, min(max_bytes, budget.bytes_left), name)
+            data = self._get(ref, url, span, min(max_bytes, budget.bytes_left), name, on_size=on_size)
         except _HubError as exc:
             if exc.kind is None:
                 raise _HubError(Unavailable.NOT_EXAMINED, f"{name} is listed but {exc.reason}") from None
@@ -637,7 +656,16 @@ class HubSession:
         budget.bytes_left -= len(data)
         return data
 
-    def _get(self, ref: HubRef, url: str, span: tuple[int, int] | None, max_bytes: int, name: str | None) -> bytes:
+    def _get(
+        self,
+        ref: HubRef,
+        url: str,
+        span: tuple[int, int] | None,
+        max_bytes: int,
+        name: str | None,
+        *,
+        on_size: Callable[[int], None] | None = None,
+    ) -> bytes:
         """One GET through huggingface_hub's session: one timeout, no retry, at most ``max_bytes`` read."""
         with self._lock:
             if self._network_failures >= MAX_NETWORK_FAILURES:
@@ -664,8 +692,11 @@ class HubSession:
                     self.requests += 1
                 if response.status_code >= 400:
                     raise _classify(response.status_code, response.headers.get("X-Error-Code"), ref)
+                total = None
                 if span is not None:
-                    _check_range(response, span, ref, what)
+                    total = _check_range(response, span, ref, what)
+                    if total is not None and on_size is not None:
+                        on_size(total)
                     max_bytes = min(max_bytes, span[1])
                 declared = response.headers.get("Content-Length")
                 if span is None and declared is not None and declared.isdigit() and int(declared) > max_bytes:
@@ -697,7 +728,8 @@ class HubSession:
                         f"{what} of {ref.repo_id} is larger than the {max_bytes}-byte limit specprobe reads",
                     )
                 data = data[:max_bytes]
-                if span is not None and len(data) != span[1]:
+                at_end = span is not None and total is not None and span[0] + len(data) == total
+                if span is not None and len(data) != span[1] and not at_end:
                     raise _HubError(
                         Unavailable.NOT_EXAMINED, f"the hub sent {len(data)} of the {span[1]} bytes asked of {what}"
                     )
@@ -735,21 +767,24 @@ class HubSession:
                 self._network_failures = 0
 
 
-def _check_range(response: Any, span: tuple[int, int], ref: HubRef, what: str) -> None:
+def _check_range(response: Any, span: tuple[int, int], ref: HubRef, what: str) -> int | None:
     """A Range answer must be 206 at the offset asked (or a 200 from byte 0, of which only the span is
-    read); a server that ignores Range would otherwise stream a whole weight file."""
+    read); a server that ignores Range would otherwise stream a whole weight file. Returns the file's
+    size where the answer tells it (``Content-Range: bytes A-B/SIZE``)."""
     begin, _ = span
     if response.status_code == 206:
         content_range = response.headers.get("Content-Range", "")
-        match = re.match(r"bytes (\d+)-(\d+)/", content_range)
+        match = re.match(r"bytes (\d+)-(\d+)/(\d+|\*)", content_range)
         if match is None or int(match.group(1)) != begin:
             raise _HubError(
                 Unavailable.NOT_EXAMINED,
                 f"the hub answered a Range read of {what} with Content-Range {content_range!r}",
             )
-        return
+        total = match.group(3)
+        return int(total) if total.isdigit() and len(total) < 20 else None
     if response.status_code == 200 and begin == 0:
-        return
+        length = response.headers.get("Content-Length", "")
+        return int(length) if length.isdigit() and len(length) < 20 else None
     raise _HubError(
         Unavailable.NOT_EXAMINED,
         f"the hub at the endpoint ignores Range requests (HTTP {response.status_code} for {what} of {ref.repo_id}); "

@@ -10,7 +10,8 @@ Written from what huggingface_hub (2.x) requires of the hub (``file_download.py`
 ``EntryNotFound``).
 
 A repository is ``<root>/<owner>/<name>/``; an optional ``.hub.json`` beside its files sets
-``{"private": bool, "gated": bool, "allowed_tokens": [...], "delay_s": seconds, "tags": {"v1": "main"}}``.
+``{"private": bool, "gated": bool, "allowed_tokens": [...], "delay_s": seconds, "tags": {"v1": "main"},
+"listing_sizes": false}`` (the last: a hub whose file list gives no sizes, as without ``?blobs=true``).
 Its commit is a hash of its files' names, sizes and mtimes. The server binds 127.0.0.1 on an
 ephemeral port, counts the bytes of file content it sends per repository (and every Range it served),
 bounds every delay, and stops itself after ``max_lifetime_s`` if a test forgets to.
@@ -231,7 +232,7 @@ class _Handler(BaseHTTPRequestHandler):
         siblings = []
         for rel in repo.files:
             sibling: dict[str, Any] = {"rfilename": rel}
-            if query.get("blobs", "").lower() == "true":
+            if query.get("blobs", "").lower() == "true" and repo.settings.get("listing_sizes", True):
                 entry = self._entry(repo, rel)
                 sibling.update(size=entry["size"], blobId=entry["oid"])
                 if "lfs" in entry:

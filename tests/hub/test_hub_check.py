@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from specprobe.demo.fixtures import DraftSpec, build_draft
 from tests.hub.conftest import TOKEN, hub_env, specprobe
 from tests.hub.hubserver import HubServer, publish, serve_hub
 
@@ -54,6 +55,26 @@ def test_hub_verdict_equals_local_and_offline_rerun_equals_it(hub, big_drafter, 
     assert (draft / "model.safetensors").stat().st_size > 800 * MiB
     # The offline run asked the hub nothing.
     assert len(hub.served.requests) == requests_online
+
+
+def test_a_hub_that_lists_no_sizes_is_judged_alike_from_its_range_answers(hub, big_drafter, tmp_path):
+    _publish_pair(hub, big_drafter, draft={"listing_sizes": False}, target={"listing_sizes": False})
+    env = hub_env(hub.url, tmp_path / "home")
+    args = ["--engine", ENGINE, "--format", "json"]
+    local = specprobe(["check", str(big_drafter[0]), "--target", str(big_drafter[1]), *args], env)
+    online = specprobe(["check", "acme/eagle3", "--target", "acme/target", *args], env)
+    offline = specprobe(["check", "acme/eagle3", "--target", "acme/target", *args], {**env, "HF_HUB_OFFLINE": "1"})
+    assert _verdict(online.report) == _verdict(local.report) == _verdict(offline.report), online.stdout
+    assert hub.served.whole_weight_files() == []
+    # A drafter smaller than the first header read: its end is found from the Range answer.
+    tiny = build_draft(tmp_path / "tiny", DraftSpec(hidden_size=8, num_attention_heads=2, num_key_value_heads=1,
+                                                     intermediate_size=16, vocab_size=64, draft_vocab_size=32))
+    assert (tiny / "model.safetensors").stat().st_size < 16 * 1024
+    publish(hub.root, "acme/tiny", tiny, {"listing_sizes": False})
+    local = specprobe(["check", str(tiny), "--format", "json"], env)
+    online = specprobe(["check", "acme/tiny", "--format", "json"], env)
+    offline = specprobe(["check", "acme/tiny", "--format", "json"], {**env, "HF_HUB_OFFLINE": "1"})
+    assert _verdict(online.report) == _verdict(local.report) == _verdict(offline.report), online.stdout
 
 
 def test_text_output_names_the_commit_judged(hub, big_drafter, tmp_path):
