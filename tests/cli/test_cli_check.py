@@ -135,3 +135,15 @@ def test_between_snapshots_an_option_the_newer_one_has_is_no_certain_refusal() -
     assert [(f.rule, f.severity) for f in findings if f.key == flag] == [("CLI-REFUSED", Severity.INFO)]
     typo = cli_args.check_args("vllm", "0.31.0", ["m", "--max-model-lenght", "8"], program="vllm serve")
     assert [f.severity for f in typo if f.rule == "CLI-REFUSED"] == [Severity.ERROR]
+
+
+def test_a_real_inferencex_script_is_refused_by_sglang_0_5_23_for_cuda_graph_max_bs() -> None:
+    from pathlib import Path
+
+    from specprobe.pipeline.gate import gate_paths
+
+    script = Path(__file__).parents[1] / "deploy" / "real" / "inferencex-glm52-sglang-mtp" / "glm5.2_fp8_mi325x_mtp.sh"
+    report = gate_paths([str(script)], engine=None)
+    refused = [f for f in report.findings if f.rule == "CLI-REFUSED"]
+    assert refused and all(f.key == "--cuda-graph-max-bs" for f in refused)
+    assert refused[0].line is not None and "--cuda-graph-max-bs" in script.read_text().splitlines()[refused[0].line - 1]
