@@ -5,8 +5,9 @@
    transformers or an engine.
 2. In one process, interleaved: lint of that command with the whole-command check, and with it switched
    off (`cli_args.check_deployment` replaced by a no-op: the speculative-only check of before).
-3. `gate` over manifests of 1, 100 and 1,000 such Deployments, whole vs speculative-only, in process:
-   the per-deployment cost from 100 to 1,000 (linear) and the whole/speculative-only ratio.
+3. `gate` over manifests of 1, 100 and 1,000 such Deployments (each with its own port, so no two
+   commands are alike), whole vs speculative-only, in process: the per-deployment cost from 100 to
+   1,000 (linear) and the whole/speculative-only ratio.
 
     python benchmarks/whole_command.py [--runs 5] [--sizes 1,100,1000]
 
@@ -106,9 +107,13 @@ def main() -> int:
 
     argv = shlex.split(COMMAND)
     gate_module.lint_command(argv, engine="vllm==0.33.0")  # warm: snapshots and matrix read once
+    def whole_uncached() -> None:
+        cli_args._VERDICTS.clear()  # a repeated command's verdict is remembered: measure it computed
+        gate_module.lint_command(argv, engine="vllm==0.33.0")
+
     whole_times, spec_times = [], []
     for _ in range(args.runs):
-        whole_times.append(median_of(lambda: gate_module.lint_command(argv, engine="vllm==0.33.0"), 5))
+        whole_times.append(median_of(whole_uncached, 5))
         original = speculative_only()
         try:
             spec_times.append(median_of(lambda: gate_module.lint_command(argv, engine="vllm==0.33.0"), 5))
@@ -119,12 +124,18 @@ def main() -> int:
           f"(ratio {whole / spec:.2f})")
 
     sizes = [int(size) for size in args.sizes.split(",")]
-    words = "[" + ", ".join(f'"{w}"' if '"' not in w else "'" + w + "'" for w in argv) + "]"
+    def words(index: int) -> str:
+        """The command of deployment ``index``: its own port, so that no two commands are alike (the
+        verdict of a repeated command is computed once; this measures the cost without that)."""
+        pairs = zip(["", *argv[:-1]], argv, strict=True)
+        own = [str(8000 + index) if previous == "--port" else word for previous, word in pairs]
+        return "[" + ", ".join(f'"{w}"' if '"' not in w else "'" + w + "'" for w in own) + "]"
+
     with tempfile.TemporaryDirectory(prefix="specprobe-whole-") as folder:
         per: dict[tuple[str, int], float] = {}
         for size in sizes:
             manifest = Path(folder) / f"fleet-{size}.yaml"
-            manifest.write_text("---\n".join(DEPLOYMENT.format(index=i, command=words) for i in range(size)))
+            manifest.write_text("---\n".join(DEPLOYMENT.format(index=i, command=words(i)) for i in range(size)))
             for mode in ("whole", "speculative-only"):
                 original = speculative_only() if mode != "whole" else None
                 try:

