@@ -134,8 +134,10 @@ EMBED_MISMATCH = rule(
     "EXACT-EMBED-MISMATCH",
     "exact",
     Severity.ERROR,
-    "The engine swaps the target's embedding into the draft without a shape check, and its width differs "
-    "from the draft's hidden size: the first draft step fails.",
+    "The embedding or head the draft runs with after the engine binds the target's does not fit it: the "
+    "target's embedding swapped in without a shape check has another width than the draft's hidden size "
+    "(the first draft step fails), or a head tied to that embedding scores the full vocabulary while the "
+    "hot-token map translates a reduced one (every draft token is wrong).",
     _SGLANG + "models/llama.py",
     _SGLANG_WORKER,
 )
