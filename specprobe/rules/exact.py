@@ -134,8 +134,10 @@ EMBED_MISMATCH = rule(
     "EXACT-EMBED-MISMATCH",
     "exact",
     Severity.ERROR,
-    "The engine swaps the target's embedding into the draft without a shape check, and its width differs "
-    "from the draft's hidden size: the first draft step fails.",
+    "The embedding or head the draft runs with after the engine binds the target's does not fit it: the "
+    "target's embedding swapped in without a shape check has another width than the draft's hidden size "
+    "(the first draft step fails), or a head tied to that embedding scores the full vocabulary while the "
+    "hot-token map translates a reduced one (every draft token is wrong).",
     _SGLANG + "models/llama.py",
     _SGLANG_WORKER,
 )
@@ -526,8 +528,9 @@ def _sglang_resolved_text(label: str, resolved: Mapping[str, Any]) -> str:
         parts.append(f"fc {resolved.get('fc_out_features')}x{resolved.get('fc_in_features')} for "
                      f"{resolved.get('num_aux_hidden_states')} aux hidden states")
     if resolved.get("target_layers_to_capture") is not None:
-        parts.append(f"the target captures before layers {resolved.get('target_layers_to_capture')} (ids "
-                     f"{resolved.get('aux_layer_ids')} from the {resolved.get('aux_source')})")
+        ids = resolved.get("aux_layer_ids")
+        source = f"ids {ids} from the {resolved.get('aux_source')}" if ids is not None else "the target's default"
+        parts.append(f"the target captures before layers {resolved.get('target_layers_to_capture')} ({source})")
     hot = resolved.get("hot_token_map")
     parts.append(f"draft vocab {resolved.get('draft_vocab_size')} of {resolved.get('target_vocab_size')}, "
                  + (f"hot-token map {hot}" if hot else "no hot-token map"))

@@ -550,3 +550,39 @@ def test_launch_settings_of_any_command_never_raise(context: str | None, value: 
     decided = max_position_for_launch(finding, env, context, draft_context)
     lifted = value.strip().lower() in ("true", "1", "yes", "y")
     assert (decided is None) if lifted else (decided is None or decided.severity is Severity.ERROR)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_the_deployments_environment_reaches_the_probe_and_the_users_home_does_not(
+    drafter: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """lint --exact: the command's VLLM_* / SGLANG_* prefix reaches the probe (vLLM: its process environment;
+    SGLang: the case, which its probe sets per case), and the probe's HOME is specprobe's temporary folder."""
+    root = tmp_path / "engines"
+    version = "0.33.0" if engine == "vllm" else "0.5.23"
+    # A stand-in release that answers with what it was given: its HOME and its stdin (the request).
+    reply = ("request=$(cat); printf '{\"version\": \"%s\", \"cases\": [{\"id\": \"d0\", \"ok\": false, "
+             "\"stage\": \"unsupported\", \"unsupported\": \"home=%s env=%s request=%s\"}]}\\n' "
+             f"{version} \"$HOME\" \"$VLLM_TEST_SETTING\" "
+             "\"$(printf %s \"$request\" | grep -o 'SGLANG_TEST_SETTING[^,}]*' | tr -d '\\\\\"')\"")
+    _fake_release(root, f"{engine}-{version}", reply)
+    monkeypatch.setenv("SPECPROBE_ENGINES_DIR", str(root))
+    monkeypatch.delenv("SPECPROBE_VLLM_PYTHON", raising=False)
+    monkeypatch.delenv("SPECPROBE_SGLANG_PYTHON", raising=False)
+    draft, target = drafter
+    if engine == "vllm":
+        spec = json.dumps({"method": "eagle3", "model": str(draft), "num_speculative_tokens": 3})
+        command = ["VLLM_TEST_SETTING=on", "vllm", "serve", str(target), "--speculative-config", spec]
+    else:
+        command = ["SGLANG_TEST_SETTING=on", "python", "-m", "sglang.launch_server", "--model-path", str(target),
+                   "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", str(draft)]
+    result = CliRunner().invoke(app, ["lint", "--exact", "--engine", f"{engine}=={version}", "--format", "json",
+                                      "--", *command])
+    report = json.loads(result.stdout[: result.stdout.rindex("}") + 1])
+    (unavailable,) = [f for f in report["findings"] if f["rule"] == "EXACT-UNAVAILABLE"]
+    home = unavailable["message"].split("home=", 1)[1].split(" ", 1)[0]
+    assert "specprobe-exact-" in home and not Path(home).exists()  # a temporary folder, removed after
+    if engine == "vllm":
+        assert "env=on request=;" in unavailable["message"]  # vLLM: the process environment
+    else:
+        assert "env= request=SGLANG_TEST_SETTING: on;" in unavailable["message"]  # SGLang: the case's own

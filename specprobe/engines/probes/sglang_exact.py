@@ -711,6 +711,8 @@ def main() -> None:
                 continue
             replies.append(run_case(session, case))
     versions = _common.distribution_versions(*DISTRIBUTIONS)
+    # Values read from a hostile config.json may be anything SGLang keeps: what JSON cannot say is repr'ed.
+    replies = json.loads(json.dumps(replies, default=repr))
     _common.reply({
         "engine": "sglang",
         "version": getattr(module, "__version__", None) or versions.get("sglang"),
