@@ -103,3 +103,22 @@ def test_dump_of_the_generated_tokens_alone_is_within_one_percent(pair: dict[str
                                       "--format", "json", "--no-progress"])
     assert result.exit_code == 1
     assert {f["rule"] for f in json.loads(result.stdout)["findings"]} == {"SMOKE-DRAFT-UNREADABLE"}
+
+
+def test_a_dump_of_another_target_is_an_error_finding(pair: dict[str, Any], tmp_path: Path) -> None:
+    """The MLA demo target has the same hidden size, depth and tokenizer as the Llama one: only the states
+    themselves tell, and through the Llama target's own head they predict nothing of the MLA data."""
+    from specprobe.smoke.reference import load_target
+    from tests.smoke.dump_writer import greedy_records, write_specforge_dump
+
+    models = pair["models"]
+    other = load_target(str(models["target-mla"]), device="cpu", dtype=torch.float32)
+    records = greedy_records(other, pair["prompts"][:6], 32, (1, 2, 3))
+    dump = write_specforge_dump([{k: v.clone() for k, v in r.items()} for r in records], tmp_path / "dump")
+    result = CliRunner().invoke(app, ["smoke", "--draft", str(models["draft"]), "--target", str(models["target"]),
+                                      "--hidden-states", str(dump), "--format", "json", "--no-progress"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert [f["rule"] for f in report["findings"]] == ["SMOKE-DUMP-MISMATCH"]
+    assert "another target" in report["findings"][0]["message"]
+    assert "mean_acceptance_length" not in report
