@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import math
 import os
 import pickle
 import random
@@ -99,6 +98,9 @@ class DumpSample:
     loss_mask: torch.Tensor
     aux_hidden: torch.Tensor
     loss_mask_recorded: bool = True
+    # The target's last layer [L, H] where the dump keeps it (SpecForge's hidden_state, after the final
+    # norm; speculators' last slot, before it): what tells whose hidden states these are.
+    last_hidden: torch.Tensor | None = None
 
     @property
     def length(self) -> int:
@@ -348,7 +350,13 @@ def parse_specforge(record: dict[str, Any], name: str, expect: DumpExpectation) 
     if bool(mask[length:].any()):
         raise DumpError("unreadable", f"{name}: loss_mask marks tokens past the captured hidden states", name)
     _check_finite(aux, name)
-    return DumpSample(name, ids[:length], mask[:length] != 0, aux)
+    last = record.get("hidden_state")
+    last_hidden = None
+    if isinstance(last, torch.Tensor) and last.dim() in (2, 3) and last.dtype.is_floating_point:
+        last = _squeeze_batch(last, 2, "hidden_state", name)
+        if last.shape == (length, expect.target_hidden_size):
+            last_hidden = last
+    return DumpSample(name, ids[:length], mask[:length] != 0, aux, last_hidden=last_hidden)
 
 
 def parse_speculators(path: Path, name: str, expect: DumpExpectation) -> DumpSample:
@@ -379,7 +387,9 @@ def parse_speculators(path: Path, name: str, expect: DumpExpectation) -> DumpSam
     if width != expect.target_hidden_size:
         raise DumpError("mismatch", f"{name}: hidden states are {width} wide where the drafter's target has "
                         f"{expect.target_hidden_size}: the dump comes from another target", name)
+    last_hidden = None
     if layers == expect.num_aux + 1:
+        last_hidden = hidden[:, -1]
         hidden = hidden[:, :-1]  # the last slot is the final layer (speculators' include_last_layer default)
     elif layers != expect.num_aux:
         raise DumpError("mismatch", f"{name}: {layers} captured layers where the drafter's fc takes {expect.num_aux} "
@@ -390,11 +400,11 @@ def parse_speculators(path: Path, name: str, expect: DumpExpectation) -> DumpSam
     if mask_raw is not None:
         mask = _squeeze_batch(mask_raw, 1, "loss_mask", name)
         _check_lengths(name, token_ids=int(ids.shape[0]), loss_mask=int(mask.shape[0]))
-        return DumpSample(name, ids, mask != 0, aux)
+        return DumpSample(name, ids, mask != 0, aux, last_hidden=last_hidden)
     # No mask in the file: every position after the first counts (see the finding the runner adds).
     mask = torch.ones(tokens, dtype=torch.bool)
     mask[:1] = False
-    return DumpSample(name, ids, mask, aux, loss_mask_recorded=False)
+    return DumpSample(name, ids, mask, aux, loss_mask_recorded=False, last_hidden=last_hidden)
 
 
 def last_layer_only(name: str) -> DumpError:
@@ -446,5 +456,3 @@ def response_spans(mask: torch.Tensor) -> list[tuple[int, int]]:
     return spans
 
 
-def finite_or_none(value: float) -> float | None:
-    return None if math.isnan(value) or math.isinf(value) else value

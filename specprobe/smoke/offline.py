@@ -38,6 +38,7 @@ from specprobe.smoke.dumps import (
     DumpSample,
     iter_samples,
     list_dump,
+    read_sample,
     response_spans,
     select_files,
 )
@@ -125,6 +126,105 @@ def target_embedding(target: str) -> torch.Tensor:
     except (SafetensorError, OSError) as exc:
         raise SpecprobeError(f"cannot read {key} from the target: {str(exc).strip().splitlines()[0]}") from None
     return weight
+
+
+NORM_KEYS = ("model.norm.weight", "norm.weight", "model.language_model.norm.weight", "language_model.model.norm.weight")
+HEAD_KEYS = ("lm_head.weight", "language_model.lm_head.weight", "model.language_model.lm_head.weight")
+# Positions whose next token the target's own head is asked to predict, over the first samples.
+HEAD_CHECK_POSITIONS = 256
+HEAD_CHECK_SAMPLES = 16
+
+
+@dataclass
+class TargetHead:
+    """The target's final norm and output head, read alone (two tensors) to recognise its hidden states."""
+
+    norm: torch.Tensor | None
+    eps: float
+    lm_head: torch.Tensor
+
+
+def _read_tensor(ckpt: Any, keys: tuple[str, ...]) -> torch.Tensor | None:
+    key = next((k for k in keys if k in ckpt.tensors), None)
+    if key is None:
+        return None
+    info = ckpt.tensors[key]
+    try:
+        with safe_open(str(ckpt.path_of(info)), framework="pt", device="cpu") as handle:
+            tensor: torch.Tensor = handle.get_tensor(key)
+    except (SafetensorError, OSError):
+        return None
+    return tensor
+
+
+def target_head(target: str) -> TargetHead | None:
+    """The target's final norm and lm_head (its embedding where tied), or None where it has none to read."""
+    folder = _local_folder(target)
+    ckpt = load_checkpoint(folder)
+    head = _read_tensor(ckpt, HEAD_KEYS)
+    raw = ckpt.config_raw or {}
+    if head is None and raw.get("tie_word_embeddings"):
+        head = _read_tensor(ckpt, EMBEDDING_KEYS)
+    if head is None:
+        return None
+    eps = raw.get("rms_norm_eps", 1e-6)
+    return TargetHead(_read_tensor(ckpt, NORM_KEYS), float(eps) if isinstance(eps, int | float) else 1e-6, head)
+
+
+@torch.inference_mode()
+def check_same_target(samples: list[DumpSample], head: TargetHead) -> dict[str, Any] | None:
+    """Do the dump's last-layer states come from this target? Through the target's own final norm and lm_head
+    they must predict the data's next tokens far above chance (all of them for greedy data of this target);
+    another target's states through this head predict them no better than chance. Chance is the same
+    predictions against the next tokens of other positions (token frequencies included). Raises DumpError
+    (mismatch) when the agreement is within three standard errors of chance; None without last-layer states.
+    """
+    states, following = [], []
+    for sample in samples:
+        if sample.last_hidden is None:
+            continue
+        positions = [p for first, last in response_spans(sample.loss_mask) for p in range(first - 1, last)]
+        if positions:
+            index = torch.tensor(positions)
+            states.append(sample.last_hidden[index].float())
+            following.append(sample.input_ids[index + 1])
+    if not states:
+        return None
+    hidden = torch.cat(states)[:HEAD_CHECK_POSITIONS]
+    tokens = torch.cat(following)[:HEAD_CHECK_POSITIONS]
+    weight = head.lm_head.float()
+    if hidden.shape[1] != weight.shape[1]:
+        raise DumpError("mismatch", f"the dump's last-layer states are {hidden.shape[1]} wide, the target's lm_head "
+                        f"takes {weight.shape[1]}: the dump comes from another target")
+    candidates = [hidden]  # SpecForge keeps the state after the final norm, speculators before it
+    if head.norm is not None and head.norm.shape[0] == hidden.shape[1]:
+        candidates.append(torch.nn.functional.rms_norm(hidden, (hidden.shape[1],), head.norm.float(), head.eps))
+    predictions = [(state @ weight.T).argmax(-1) for state in candidates]
+    agreement = max(float((p == tokens).float().mean()) for p in predictions)
+    shuffled = tokens[torch.randperm(tokens.shape[0], generator=torch.Generator().manual_seed(0))]
+    chance = max(float((p == shuffled).float().mean()) for p in predictions)
+    n = tokens.shape[0]
+    error = math.sqrt(max(chance * (1 - chance), 1.0 / n) / n)
+    said = {"agreement": round(agreement, 4), "chance": round(chance, 4), "positions": n}
+    if agreement <= chance + 3 * error:
+        raise DumpError(
+            "mismatch",
+            f"the dump's last-layer states, through the target's own final norm and lm_head, predict {agreement:.0%} "
+            f"of the data's next tokens ({n} positions) where chance gives {chance:.0%}: they are not this "
+            "target's hidden states, the dump comes from another target",
+        )
+    return said
+
+
+def _first_samples(dump: DumpFolder, files: list[Path], expect: DumpExpectation) -> list[DumpSample]:
+    samples = []
+    for path in files[:HEAD_CHECK_SAMPLES]:
+        try:
+            samples.append(read_sample(dump, path, expect))
+        except DumpError as exc:
+            if exc.kind == "mismatch":
+                raise
+    return samples
 
 
 def _resolve_dtype(name: str) -> torch.dtype:
@@ -411,6 +511,14 @@ def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
     cfg = drafter.cfg
     expect = DumpExpectation(cfg.target_hidden_size, len(cfg.aux_layer_ids), drafter.embed_tokens.num_embeddings)
     files = select_files(dump, options.max_samples, options.seed)
+    head_check: dict[str, Any] | None = None
+    head = target_head(options.target) if options.target is not None else None
+    if head is not None:
+        try:
+            head_check = check_same_target(_first_samples(dump, files, expect), head)
+        except DumpError as exc:
+            report.add(_dump_finding(exc))
+            return {}
     k = options.num_speculative_tokens
     batch_size = options.batch_size or (64 if options.device.startswith("cuda") else 16)
     problems: list[DumpError] = []
@@ -454,6 +562,10 @@ def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
             "per_sample_mean_acceptance_length": finite(
                 sum(stats.per_prompt_acceptance_length) / len(stats.per_prompt_acceptance_length)
                 if stats.per_prompt_acceptance_length else math.nan
+            ),
+            # Whether the dump's last-layer states predict its tokens through the target's own head.
+            "target_check": head_check if head_check is not None else (
+                "no --target" if options.target is None else "no last-layer states in the dump or head in the target"
             ),
             "aux_layer_ids": list(cfg.aux_layer_ids),
             "aux_layer_ids_declared": cfg.aux_layer_ids_declared,

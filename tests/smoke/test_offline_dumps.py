@@ -23,6 +23,7 @@ from specprobe.smoke.dumps import (  # noqa: E402
     DumpError,
     DumpExpectation,
     DumpFormat,
+    DumpSample,
     list_dump,
     load_torch_sample,
     parse_specforge,
@@ -279,3 +280,24 @@ def test_gzip_bomb_is_refused_past_the_bound(tmp_path: Path) -> None:
         stream.write(b"\0" * (8 << 20))
     with pytest.raises(DumpError, match="decompresses to more than"):
         load_torch_sample(path, tmp_path, limit=1 << 20)
+
+
+def test_last_layer_states_must_predict_the_data_through_the_targets_head() -> None:
+    from specprobe.smoke.offline import TargetHead, check_same_target
+
+    generator = torch.Generator().manual_seed(0)
+    head = TargetHead(norm=None, eps=1e-6, lm_head=torch.randn(VOCAB, HIDDEN, generator=generator))
+    own, other = synthetic_record(length=80, prompt=8), synthetic_record(length=80, prompt=8, seed=1)
+    ids = own["input_ids"]
+    # This target's states: each one's head output peaks at the next token (greedy data).
+    states = head.lm_head[torch.cat([ids[1:], ids[:1]])] * 4
+    sample = DumpSample("data_0.ckpt", ids, own["loss_mask"] != 0, own["aux_hidden_state"][0], last_hidden=states)
+    said = check_same_target([sample], head)
+    assert said is not None and said["agreement"] == 1.0 and said["chance"] < 0.2
+    foreign = DumpSample("data_1.ckpt", ids, own["loss_mask"] != 0, own["aux_hidden_state"][0],
+                         last_hidden=other["hidden_state"][0])
+    with pytest.raises(DumpError, match="another target") as raised:
+        check_same_target([foreign], head)
+    assert raised.value.kind == "mismatch"
+    without = DumpSample("data_2.ckpt", ids, own["loss_mask"] != 0, own["aux_hidden_state"][0])
+    assert check_same_target([without], head) is None

@@ -16,9 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from specprobe.cli import app
+from tests.smoke import test_server
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
+
+# The stand-in vLLM of the server-backend tests and its fixture, for the engine-beside-data test.
+FakeVllm = test_server.FakeVllm
+serve = test_server.serve
 
 NEW_TOKENS = 64
 MAX_K = 5
@@ -103,3 +108,45 @@ def test_dump_of_the_generated_tokens_alone_is_within_one_percent(pair: dict[str
                                       "--format", "json", "--no-progress"])
     assert result.exit_code == 1
     assert {f["rule"] for f in json.loads(result.stdout)["findings"]} == {"SMOKE-DRAFT-UNREADABLE"}
+
+
+def test_a_dump_of_another_target_is_an_error_finding(pair: dict[str, Any], tmp_path: Path) -> None:
+    """The MLA demo target has the same hidden size, depth and tokenizer as the Llama one: only the states
+    themselves tell, and through the Llama target's own head they predict nothing of the MLA data."""
+    from specprobe.smoke.reference import load_target
+    from tests.smoke.dump_writer import greedy_records, write_specforge_dump
+
+    models = pair["models"]
+    other = load_target(str(models["target-mla"]), device="cpu", dtype=torch.float32)
+    records = greedy_records(other, pair["prompts"][:6], 32, (1, 2, 3))
+    dump = write_specforge_dump([{k: v.clone() for k, v in r.items()} for r in records], tmp_path / "dump")
+    result = CliRunner().invoke(app, ["smoke", "--draft", str(models["draft"]), "--target", str(models["target"]),
+                                      "--hidden-states", str(dump), "--format", "json", "--no-progress"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert [f["rule"] for f in report["findings"]] == ["SMOKE-DUMP-MISMATCH"]
+    assert "another target" in report["findings"][0]["message"]
+    assert "mean_acceptance_length" not in report
+
+
+def test_a_running_engine_below_its_data_is_a_finding(pair: dict[str, Any], tmp_path: Path, serve: Any) -> None:
+    """`--backend server --hidden-states`: a stand-in vLLM (tests/smoke/test_server.py) that wires the drafter
+    with a shuffled d2t accepts nothing, where the drafter's own data predicts ~3.7 at K=3."""
+    from tests.smoke.dump_writer import write_specforge_dump
+
+    models = pair["models"]
+    records = [{key: value[:, : value.shape[1] - MAX_K] if value.dim() == 3 else value[: value.shape[0] - MAX_K]
+                for key, value in record.items()} for record in pair["records"][:8]]
+    dump = write_specforge_dump(records, tmp_path / "dump")
+    url = serve(FakeVllm(models["target"], models["draft-broken"]))
+    result = CliRunner().invoke(app, ["smoke", "--backend", "server", "--url", url, "--max-prompts", "4",
+                                      "--max-new-tokens", "24", "--draft", str(models["draft"]), "--target",
+                                      str(models["target"]), "--hidden-states", str(dump), "--no-progress",
+                                      "--format", "json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    assert report["findings"][0]["rule"] == "SMOKE-ENGINE-BELOW-DATA", report["findings"]
+    assert "it is not giving the drafter the hidden states it was trained on" in report["findings"][0]["message"]
+    assert "--exact" in report["findings"][0]["hint"]
+    assert report["offline_expectation"]["mean_acceptance_length"] > 3.0 > report["mean_acceptance_length"]
+    assert len(report["offline_expectation"]["per_position"]) == len(report["per_position"]) == 3
