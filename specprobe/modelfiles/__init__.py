@@ -64,6 +64,9 @@ def locate(
     if role == "target" and is_file(path):
         return LocalFiles(path.parent, label=text)
     ref = hub_ref(text, revision=revision, base_dir=base_dir) if not isinstance(spec, Path) else None
+    if ref is not None and role == "draft" and "/" not in ref.repo_id:
+        # Drafters are published as OWNER/NAME; a bare name that is no folder here is a folder misspelt.
+        ref = None
     if ref is None:
         if role == "draft":
             if exists(path):
