@@ -534,14 +534,23 @@ def _sglang_resolved_text(label: str, resolved: Mapping[str, Any]) -> str:
     hot = resolved.get("hot_token_map")
     parts.append(f"draft vocab {resolved.get('draft_vocab_size')} of {resolved.get('target_vocab_size')}, "
                  + (f"hot-token map {hot}" if hot else "no hot-token map"))
-    parts.append("embed_tokens and lm_head taken from the target" if resolved.get("bound") == "embed_and_head"
-                 else "embed_tokens taken from the target, own lm_head")
+    if resolved.get("bound"):
+        parts.append("embed_tokens and lm_head taken from the target" if resolved.get("bound") == "embed_and_head"
+                     else "embed_tokens taken from the target, own lm_head")
+    missing = resolved.get("target_not_built")
+    if isinstance(missing, dict):
+        frame: Mapping[str, Any] = missing["frame"] if isinstance(missing.get("frame"), dict) else {}
+        where = f" ({frame.get('file')}:{frame.get('line')})" if frame.get("file") else ""
+        parts.append(f"the target class did not build here ({missing.get('type')}: "
+                     f"{shorten(str(missing.get('message', '')))[:300]}{where}), so the layers it captures and "
+                     "the embedding/head binding were not checked")
     dropped = resolved.get("target_built_without_quantization")
     if dropped:
         parts.append(f"the target built without its {dropped} quantization (this SGLang release registers {dropped} "
                      "only on GPU platforms; the embedding, head and layers the draft is judged against are not "
                      "quantized)")
-    return "; ".join(parts) + "; the checkpoint's header shapes loaded and bound without a refusal"
+    bound = "loaded and bound" if resolved.get("bound") else "loaded"
+    return "; ".join(parts) + f"; the checkpoint's header shapes {bound} without a refusal"
 
 
 def findings_for_engine(engine: str, case: ExactCase, reply: Mapping[str, Any], version: str | None, *,

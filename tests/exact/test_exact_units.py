@@ -586,3 +586,17 @@ def test_the_deployments_environment_reaches_the_probe_and_the_users_home_does_n
         assert "env=on request=;" in unavailable["message"]  # vLLM: the process environment
     else:
         assert "env= request=SGLANG_TEST_SETTING: on;" in unavailable["message"]  # SGLang: the case's own
+
+
+def test_sglang_target_that_does_not_build_here_leaves_the_drafter_judged(drafter: tuple[Path, Path]) -> None:
+    """The target class is this machine's or the target config's problem, never the drafter's: the draft's own
+    checks stand, and what needed the target (captured layers, binding) is said not to have been checked."""
+    resolved = _sglang_resolved(target_not_built={"type": "AttributeError", "message": "no vt_hidden_size",
+                                                  "frame": {"file": "sglang/srt/models/kimi_k25.py", "line": 600}},
+                                bound=None, target_layers_to_capture=None, target_captures_per_token=None,
+                                draft_embed_shape_after_bind=None)
+    (finding,) = exact_rules.sglang_findings_for(_case(*drafter), _sglang_ok(resolved=resolved), "0.5.23")
+    assert finding.rule == "EXACT-RESOLVED" and finding.severity is Severity.INFO
+    assert "the target class did not build here (AttributeError: no vt_hidden_size" in finding.message
+    assert "sglang/srt/models/kimi_k25.py:600" in finding.message and "were not checked" in finding.message
+    assert "bound" not in finding.message.rsplit(";", 1)[-1]
