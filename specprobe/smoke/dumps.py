@@ -41,11 +41,11 @@ from typing import Any
 import torch
 from safetensors import SafetensorError, safe_open
 
-SPECFORGE_SOURCE = "https://github.com/sgl-project/SpecForge/blob/main/scripts/prepare_hidden_states.py"
+SPECFORGE_SOURCE = "https://github.com/sgl-project/SpecForge/blob/a6b6b0230009d15ec2a97a57384e6f53f0f96946/scripts/prepare_hidden_states.py"
 SPECULATORS_SOURCE = (
-    "https://github.com/vllm-project/speculators/blob/main/src/speculators/train/data.py"
+    "https://github.com/vllm-project/speculators/blob/c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b/src/speculators/train/data.py"
 )
-EAGLE_GE_DATA_SOURCE = "https://github.com/SafeAILab/EAGLE/tree/main/eagle/ge_data"
+EAGLE_GE_DATA_SOURCE = "https://github.com/SafeAILab/EAGLE/blob/79d6f7900be89d8d8cabe2d14be929d9b3861a21/eagle/ge_data/ge_data_all_llama2chat.py"
 
 # One sample of a long-context dump (a 128k-token sample of a 7168-wide target, three aux layers and the
 # last in bfloat16) is about 7.5 GB; anything above this per file is refused before it is read.
