@@ -3,6 +3,7 @@ every located finding points inside the file, and parsing stays fast."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -39,7 +40,8 @@ def load_text(text: str, name: str) -> tuple[list[Any], list[Any]]:
             assert "\n" not in str(exc).strip() or "YAML" in str(exc)
             return [], []
         assert time.perf_counter() - started < 2.5
-        lines = max(1, text.count("\n") + 1)
+        # YAML (1.1, PyYAML) also breaks lines at \r, NEL and the Unicode line/paragraph separators.
+        lines = max(1, len(re.split("\r\n|[\r\n\x85\u2028\u2029]", text)))
         for finding in [*findings, *(f for d in deployments for f in d.findings)]:
             assert finding.line is None or 1 <= finding.line <= lines + 1, (finding, lines)
         return deployments, findings
