@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import textwrap
+import time
 import types
 import typing
 from collections.abc import Iterator
@@ -230,6 +231,54 @@ def distribution_versions(*names: str) -> dict[str, Any]:
         except Exception:
             versions[name] = None
     return versions
+
+
+def read_cases() -> list[dict[str, Any]]:
+    """The exact probes' request (``{"cases": [{...}, ...]}``) from stdin; a request without a list of case
+    objects is answered with ``bad_request`` and exit 2."""
+    try:
+        request = json.loads(sys.stdin.read() or "{}")
+    except ValueError as exc:
+        reply({"error": "bad_request", "message": str(exc)})
+        sys.exit(2)
+    cases = request.get("cases") if isinstance(request, dict) else None
+    if not isinstance(cases, list) or not all(isinstance(case, dict) for case in cases):
+        reply({"error": "bad_request", "message": "no cases"})
+        sys.exit(2)
+    return cases
+
+
+def run_in_session(
+    engine: str,
+    new_session: typing.Callable[[], Any],
+    unsupported: tuple[type[BaseException], ...],
+    run_case: typing.Callable[[Any, dict[str, Any]], dict[str, Any]],
+    cases: list[dict[str, Any]],
+) -> tuple[Any, Any, list[dict[str, Any]], float]:
+    """Import ``engine``, open one session and run every case in it, the engine's output kept off stdout.
+
+    Returns the module, the session (None when it could not open), one reply per case and the seconds the
+    import and session took. A session that cannot open (``unsupported``, or the release's own import chain
+    failing) makes every case ``unsupported`` with the reason, never a crash of the probe."""
+    started = time.monotonic()
+    replies: list[dict[str, Any]] = []
+    session_error: str | None = None
+    with stdout_to_stderr():
+        module = importlib.import_module(engine)
+        try:
+            session = new_session()
+        except unsupported as exc:
+            session, session_error = None, str(exc)
+        except Exception as exc:  # the release's own import chain fails here
+            session, session_error = None, f"{type(exc).__name__}: {exc}"
+        imported = round(time.monotonic() - started, 2)
+        for case in cases:
+            if session is None:
+                replies.append({"id": case.get("id"), "ok": False, "stage": "unsupported",
+                                "unsupported": session_error})
+                continue
+            replies.append(run_case(session, case))
+    return module, session, replies, imported
 
 
 def reply(payload: dict[str, Any]) -> None:

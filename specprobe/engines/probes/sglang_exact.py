@@ -697,15 +697,7 @@ def main() -> None:
     if importlib.util.find_spec("sglang") is None:
         _common.reply({"error": "not_installed", "engine": "sglang", "interpreter": sys.executable})
         sys.exit(3)
-    try:
-        request = json.loads(sys.stdin.read() or "{}")
-    except ValueError as exc:
-        _common.reply({"error": "bad_request", "message": str(exc)})
-        sys.exit(2)
-    cases = request.get("cases") if isinstance(request, dict) else None
-    if not isinstance(cases, list) or not all(isinstance(case, dict) for case in cases):
-        _common.reply({"error": "bad_request", "message": "no cases"})
-        sys.exit(2)
+    cases = _common.read_cases()
     for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1")):
         os.environ.setdefault(name, value)
     # The caller's shell is not the deployment: each case brings its deployment's SGLANG_* variables, and
@@ -714,23 +706,9 @@ def main() -> None:
     for name in [name for name in os.environ if name.startswith("SGLANG_")]:
         del os.environ[name]
     started = time.monotonic()
-    replies: list[dict[str, Any]] = []
-    session_error: str | None = None
-    with _common.stdout_to_stderr():
-        module = importlib.import_module("sglang")
-        try:
-            session: Session | None = Session()
-        except UnsupportedError as exc:
-            session, session_error = None, str(exc)
-        except Exception as exc:  # the release's own import chain fails here
-            session, session_error = None, f"{type(exc).__name__}: {exc}"
-        imported = round(time.monotonic() - started, 2)
-        for case in cases:
-            if session is None:
-                replies.append({"id": case.get("id"), "ok": False, "stage": "unsupported",
-                                "unsupported": session_error})
-                continue
-            replies.append(run_case(session, case))
+    module, _session, replies, imported = _common.run_in_session(
+        "sglang", Session, (UnsupportedError,), run_case, cases
+    )
     versions = _common.distribution_versions(*DISTRIBUTIONS)
     # Values read from a hostile config.json may be anything SGLang keeps: what JSON cannot say is repr'ed.
     replies = json.loads(json.dumps(replies, default=repr))

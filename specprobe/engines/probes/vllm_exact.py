@@ -33,7 +33,6 @@ import contextlib
 import importlib
 import importlib.util
 import inspect
-import json
 import os
 import platform
 import socket
@@ -426,33 +425,10 @@ def main() -> None:
     if importlib.util.find_spec("vllm") is None:
         _common.reply({"error": "not_installed", "engine": "vllm", "interpreter": sys.executable})
         sys.exit(3)
-    try:
-        request = json.loads(sys.stdin.read() or "{}")
-    except ValueError as exc:
-        _common.reply({"error": "bad_request", "message": str(exc)})
-        sys.exit(2)
-    cases = request.get("cases") if isinstance(request, dict) else None
-    if not isinstance(cases, list):
-        _common.reply({"error": "bad_request", "message": "no cases"})
-        sys.exit(2)
-    started = time.monotonic()
-    replies: list[dict[str, Any]] = []
-    session_error: str | None = None
-    with _common.stdout_to_stderr():
-        module = importlib.import_module("vllm")
-        try:
-            session: Session | None = Session()
-        except UnsupportedError as exc:
-            session, session_error = None, str(exc)
-        except Exception as exc:  # the release's own import chain fails here
-            session, session_error = None, f"{type(exc).__name__}: {exc}"
-        imported = round(time.monotonic() - started, 2)
-        for case in cases:
-            if session is None:
-                replies.append({"id": case.get("id"), "ok": False, "stage": "unsupported",
-                                "unsupported": session_error})
-                continue
-            replies.append(run_case(session, case))
+    cases = _common.read_cases()
+    module, session, replies, imported = _common.run_in_session(
+        "vllm", Session, (UnsupportedError,), run_case, cases
+    )
     versions = _common.distribution_versions(*DISTRIBUTIONS)
     _common.reply(
         {
