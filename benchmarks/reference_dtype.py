@@ -44,6 +44,7 @@ import torch
 from torch.nn.attention import SDPBackend
 
 from specprobe.smoke import eagle3, reference
+from specprobe.smoke.eagle3 import resolve_dtype
 from specprobe.smoke.prompts import encode_prompts, load_prompts
 from specprobe.smoke.reference import (
     GreedyResult,
@@ -51,7 +52,6 @@ from specprobe.smoke.reference import (
     greedy_generate,
     load_reference_drafter,
     load_target,
-    resolve_dtype,
     speculative_generate,
 )
 from specprobe.smoke.stats import from_counts

@@ -27,6 +27,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.compat.engine_facts import default_aux_layers
+from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import ConfigError, load_config_json
 
 EVIDENCE_VLLM_EAGLE3 = "https://github.com/vllm-project/vllm/blob/main/vllm/model_executor/models/llama_eagle3.py"
@@ -49,6 +50,14 @@ def decode_attention() -> Iterator[None]:
     """Scaled-dot-product attention without the per-shape kernels, for loops whose shapes change each step."""
     with sdpa_kernel(DECODE_ATTENTION_BACKENDS):
         yield
+
+
+def resolve_dtype(name: str) -> torch.dtype:
+    """The torch dtype a ``--dtype`` name stands for (SpecprobeError, exit 2, for any other name)."""
+    dtypes = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in dtypes:
+        raise SpecprobeError(f"unknown dtype {name!r}; choose one of: {', '.join(dtypes)}")
+    return dtypes[name]
 
 
 class DrafterFormatError(Exception):

@@ -42,7 +42,7 @@ from specprobe.smoke.dumps import (
     response_spans,
     select_files,
 )
-from specprobe.smoke.eagle3 import DrafterFormatError, Eagle3Drafter, decode_attention, load_drafter
+from specprobe.smoke.eagle3 import DrafterFormatError, Eagle3Drafter, decode_attention, load_drafter, resolve_dtype
 from specprobe.smoke.stats import acceptance_extra, finite, from_counts
 
 # Rounds between two host reads of "is any row still drafting": rows that finished run masked rounds
@@ -225,13 +225,6 @@ def _first_samples(dump: DumpFolder, files: list[Path], expect: DumpExpectation)
             if exc.kind == "mismatch":
                 raise
     return samples
-
-
-def _resolve_dtype(name: str) -> torch.dtype:
-    dtypes = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if name not in dtypes:
-        raise SpecprobeError(f"unknown dtype {name!r}; choose one of: {', '.join(dtypes)}")
-    return dtypes[name]
 
 
 def load_offline_drafter(options: OfflineOptions, facts: TargetFacts, dtype: torch.dtype) -> Eagle3Drafter:
@@ -488,7 +481,7 @@ def _validate(options: OfflineOptions) -> None:
 def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
     """Replay the dump; the smoke figures (empty when a finding says why there are none)."""
     _validate(options)
-    dtype = _resolve_dtype(options.dtype)
+    dtype = resolve_dtype(options.dtype)
     if options.device.startswith("cuda"):
         if not torch.cuda.is_available():
             raise SpecprobeError("--device cuda: no CUDA device is available to torch")

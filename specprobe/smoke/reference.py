@@ -33,7 +33,13 @@ from specprobe.hfconfig import (
     parse_model_config,
     resolve_config_path,
 )
-from specprobe.smoke.eagle3 import Eagle3Drafter, SlotKVCache, decode_attention, load_drafter, slot_mask
+from specprobe.smoke.eagle3 import (
+    Eagle3Drafter,
+    SlotKVCache,
+    decode_attention,
+    load_drafter,
+    slot_mask,
+)
 
 Progress = Callable[[int], None]
 
@@ -53,13 +59,6 @@ class Target:
     def embed_tokens(self) -> nn.Embedding:
         embed: nn.Embedding = self.model.get_input_embeddings()
         return embed
-
-
-def resolve_dtype(name: str) -> torch.dtype:
-    dtypes = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if name not in dtypes:
-        raise SpecprobeError(f"unknown dtype {name!r}; choose one of: {', '.join(dtypes)}")
-    return dtypes[name]
 
 
 def load_target(spec: str, *, device: str, dtype: torch.dtype) -> Target:

@@ -187,13 +187,12 @@ def measure_reference(options: SmokeOptions, report: Report) -> dict[str, Any]:
     # static check and findings and must not load torch.
     import torch  # noqa: PLC0415
 
-    from specprobe.smoke.eagle3 import DrafterFormatError  # noqa: PLC0415
+    from specprobe.smoke.eagle3 import DrafterFormatError, resolve_dtype  # noqa: PLC0415
     from specprobe.smoke.reference import (  # noqa: PLC0415
         classify_divergence,
         greedy_generate,
         load_reference_drafter,
         load_target,
-        resolve_dtype,
         speculative_generate,
     )
     if options.device.startswith("cuda") and not torch.cuda.is_available():
