@@ -46,6 +46,19 @@ def first_attribute(candidates: typing.Sequence[tuple[str, str]]) -> Any:
     raise ImportError(f"{candidates[0][1]} not found: {'; '.join(tried)}")
 
 
+class UnsupportedError(Exception):
+    """An API a probe needs is not where any known release keeps it."""
+
+
+def first_supported(candidates: typing.Sequence[tuple[str, str]]) -> Any:
+    """``first_attribute``, with UnsupportedError naming every candidate when none imports: the probe then
+    says the release is unsupported rather than crashing."""
+    try:
+        return first_attribute(candidates)
+    except ImportError as exc:
+        raise UnsupportedError(str(exc)) from None
+
+
 def json_value(value: Any, depth: int = 0) -> Any:
     """A JSON-safe rendering of a default value; anything exotic becomes its repr."""
     if value is None or isinstance(value, (bool, int, str)):

@@ -79,15 +79,8 @@ _GPU_ONLY_QUANTIZATION = re.compile(r"quantization ([\w-]+) " + re.escape(_GPU_O
 _DEFAULTED_SUFFIXES = (".k_scale", ".v_scale")
 
 
-class UnsupportedError(Exception):
-    """An API this probe needs is not where the known releases keep it."""
-
-
-def _first(candidates: tuple[tuple[str, str], ...]) -> Any:
-    try:
-        return _common.first_attribute(candidates)
-    except ImportError as exc:
-        raise UnsupportedError(str(exc)) from None
+UnsupportedError = _common.UnsupportedError
+_first = _common.first_supported
 
 
 def _optional(module: str, attribute: str) -> Any:

@@ -63,16 +63,8 @@ _INSPECTION_FAILED = "failed to be inspected"
 _MACHINE_LIMITS = (_INSPECTION_FAILED, "_OpNamespace", "Failed to find a kernel that can implement")
 
 
-class UnsupportedError(Exception):
-    """An API this probe needs is not where any known release keeps it."""
-
-
-def _first(candidates: tuple[tuple[str, str], ...]) -> Any:
-    """The first ``module.attribute`` of ``candidates`` that imports; UnsupportedError naming them all."""
-    try:
-        return _common.first_attribute(candidates)
-    except ImportError as exc:
-        raise UnsupportedError(str(exc)) from None
+UnsupportedError = _common.UnsupportedError
+_first = _common.first_supported
 
 
 def _free_port() -> int:
