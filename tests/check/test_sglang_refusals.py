@@ -1,0 +1,92 @@
+"""What SGLang refuses at start, judged statically (LAYOUT-ARCH-UNRESOLVED): a draft config.json with no
+model_type (the speculators format) and a draft class its own release's registry lacks. Each verdict is
+the one SGLang's own code gives (sglang/srt/utils/hf_transformers/config.py, model_loader/utils.py, read
+in 0.5.17 and 0.5.23) and exact mode observed; valid SpecForge drafters stay clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from specprobe.demo.fixtures import DraftSpec, build_draft
+from specprobe.pipeline.check import run_check
+
+
+def _arch(report: object) -> list[tuple[str, str]]:
+    return [
+        (str(f.severity), f.message)
+        for f in report.findings  # type: ignore[attr-defined]
+        if f.rule == "LAYOUT-ARCH-UNRESOLVED"
+    ]
+
+
+@pytest.mark.parametrize("release", ["0.5.17", "0.5.23"])
+def test_speculators_config_is_refused_by_sglang(tmp_path: Path, release: str) -> None:
+    build_draft(tmp_path / "d", DraftSpec(draft_format="speculators"))
+
+    found = _arch(run_check(tmp_path / "d", engine=f"sglang=={release}"))
+
+    assert [s for s, _ in found] == ["error"]
+    assert "no model_type" in found[0][1]
+
+
+def test_speculators_config_without_engine_is_information_since_vllm_loads_it(tmp_path: Path) -> None:
+    build_draft(tmp_path / "d", DraftSpec(draft_format="speculators"))
+
+    report = run_check(tmp_path / "d")
+
+    assert [s for s, _ in _arch(report)] == ["info"]
+    assert report.ok
+
+
+def test_a_config_with_a_remote_autoconfig_is_not_refused_for_its_model_type(tmp_path: Path) -> None:
+    overrides = {"auto_map": {"AutoConfig": "eagle3.Eagle3SpeculatorConfig"}}
+    build_draft(tmp_path / "d", DraftSpec(draft_format="speculators"), config_overrides=overrides)
+
+    found = _arch(run_check(tmp_path / "d", engine="sglang==0.5.23"))
+
+    assert all("no model_type" not in message for _, message in found)
+
+
+@pytest.mark.parametrize(
+    "architecture", ["Eagle3DeepseekV3ForCausalLM", "EagleLlamaForCausalLM", "Eagle3Qwen3ForCausalLM",
+                     "GptOssForCausalLMEagle3"]
+)
+def test_a_draft_class_sglang_does_not_register_is_refused(tmp_path: Path, architecture: str) -> None:
+    fmt = "eagle3-mla" if "Deepseek" in architecture else "specforge"
+    build_draft(tmp_path / "d", DraftSpec(draft_format=fmt), config_overrides={"architectures": [architecture]})
+
+    found = _arch(run_check(tmp_path / "d", engine="sglang==0.5.23"))
+
+    assert [s for s, _ in found] == ["error"]
+    assert "Cannot find model module" in found[0][1]
+
+
+def test_sglangs_mla_and_llama_draft_classes_load(tmp_path: Path) -> None:
+    mla = {"architectures": ["Eagle3DeepseekV2ForCausalLM"]}
+    build_draft(tmp_path / "mla", DraftSpec(draft_format="eagle3-mla"), config_overrides=mla)
+    build_draft(tmp_path / "specforge", DraftSpec(draft_format="specforge"))
+
+    assert _arch(run_check(tmp_path / "mla", engine="sglang==0.5.23")) == []
+    specforge = run_check(tmp_path / "specforge", engine="sglang==0.5.23")
+    assert [f.rule for f in specforge.findings if str(f.severity) in ("warning", "error")] == []
+
+
+def test_a_release_no_fact_covers_keeps_the_warning(tmp_path: Path) -> None:
+    overrides = {"architectures": ["Eagle3Qwen3ForCausalLM"]}
+    build_draft(tmp_path / "d", DraftSpec(draft_format="specforge"), config_overrides=overrides)
+
+    assert [s for s, _ in _arch(run_check(tmp_path / "d", engine="sglang==0.5.16"))] == ["warning"]
+
+
+def test_an_eagle_head_sglang_does_not_register_is_refused_whatever_the_method(tmp_path: Path) -> None:
+    # Not an EAGLE-3 drafter (no fc): SGLang still looks its class up in the registry at start.
+    overrides = {"architectures": ["EagleLlamaForCausalLM"]}
+    build_draft(tmp_path / "d", DraftSpec(), config_overrides=overrides)
+    remote = {**overrides, "auto_map": {"AutoModel": "acme.EagleLlama"}}
+    build_draft(tmp_path / "remote", DraftSpec(), config_overrides=remote)
+
+    assert [s for s, _ in _arch(run_check(tmp_path / "d", engine="sglang==0.5.23"))] == ["error"]
+    # auto_map["AutoModel"] is where SGLang would look for remote code: no verdict then.
+    assert _arch(run_check(tmp_path / "remote", engine="sglang==0.5.23")) == []
