@@ -90,3 +90,40 @@ def test_an_eagle_head_sglang_does_not_register_is_refused_whatever_the_method(t
     assert [s for s, _ in _arch(run_check(tmp_path / "d", engine="sglang==0.5.23"))] == ["error"]
     # auto_map["AutoModel"] is where SGLang would look for remote code: no verdict then.
     assert _arch(run_check(tmp_path / "remote", engine="sglang==0.5.23")) == []
+
+
+def _severities(report: object, rule: str) -> list[str]:
+    return [str(f.severity) for f in report.findings if f.rule == rule]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("ids", [[True, 3, 5], [1.0, 3, 5], "1,3,5", [1, 1, 5], [-1, 3, 5], [[1], 3, 5]])
+def test_top_level_ids_sglang_ignores_are_a_warning_on_sglang_and_an_error_on_vllm(
+    tmp_path: Path, ids: object
+) -> None:
+    # SGLang >= 0.5.17 reads the captured layers only from eagle_config: a malformed top-level value never
+    # reaches it; the server starts and captures the target's default layers (exact mode: EXACT-DEFAULTS).
+    build_draft(tmp_path / "d", DraftSpec(), config_overrides={"eagle_aux_hidden_state_layer_ids": ids})
+
+    assert _severities(run_check(tmp_path / "d", engine="sglang==0.5.23"), "SHAPES-AUX-IDS-INVALID") == ["warning"]
+    assert _severities(run_check(tmp_path / "d", engine="vllm==0.33.0"), "SHAPES-AUX-IDS-INVALID") == ["error"]
+    # Without --engine vLLM is checked too, and it reads them.
+    assert _severities(run_check(tmp_path / "d"), "SHAPES-AUX-IDS-INVALID") == ["error"]
+    # A release no fact covers keeps the verdict for every engine.
+    assert _severities(run_check(tmp_path / "d", engine="sglang==0.5.11"), "SHAPES-AUX-IDS-INVALID") == ["error"]
+
+
+def test_malformed_eagle_config_ids_stay_an_error_on_sglang(tmp_path: Path) -> None:
+    build_draft(tmp_path / "d", DraftSpec(draft_format="specforge"),
+                config_overrides={"eagle_config": {"eagle_aux_hidden_state_layer_ids": [[1], 3, 5]}})
+
+    assert _severities(run_check(tmp_path / "d", engine="sglang==0.5.23"), "SHAPES-AUX-IDS-INVALID") == ["error"]
+
+
+def test_top_level_ids_that_disagree_with_fc_are_a_warning_on_sglang(tmp_path: Path) -> None:
+    # fc fuses 3 (the default SGLang builds for), the ignored top-level value names 2.
+    build_draft(tmp_path / "d", DraftSpec(), config_overrides={"eagle_aux_hidden_state_layer_ids": [1, 5]})
+    build_draft(tmp_path / "same", DraftSpec())
+
+    assert _severities(run_check(tmp_path / "d", engine="sglang==0.5.23"), "SHAPES-FC") == ["warning"]
+    assert _severities(run_check(tmp_path / "d", engine="vllm==0.33.0"), "SHAPES-FC") == ["error"]
+    assert _severities(run_check(tmp_path / "same", engine="sglang==0.5.23"), "SHAPES-FC") == []
