@@ -528,7 +528,12 @@ def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
             location="config.json:architectures",
             key="config.json:architectures",
             severity=severity,
-            hint=architecture_hint(ctx, engine, version),
+            hint=(
+                "write config.json in the SpecForge layout SGLang reads (model_type llama, architectures "
+                "LlamaForCausalLMEagle3, the aux layer ids in eagle_config), or serve with vLLM"
+                if engine == "sglang" and _sglang_config_refused(ctx, version) is not None
+                else architecture_hint(ctx, engine, version)
+            ),
         )
     if not ctx.layout.mla and ctx.layout.namespaces == ["layers"]:
         for engine, version in ctx.engines:

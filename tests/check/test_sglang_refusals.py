@@ -25,10 +25,14 @@ def _arch(report: object) -> list[tuple[str, str]]:
 def test_speculators_config_is_refused_by_sglang(tmp_path: Path, release: str) -> None:
     build_draft(tmp_path / "d", DraftSpec(draft_format="speculators"))
 
-    found = _arch(run_check(tmp_path / "d", engine=f"sglang=={release}"))
+    report = run_check(tmp_path / "d", engine=f"sglang=={release}")
+    found = _arch(report)
 
     assert [s for s, _ in found] == ["error"]
     assert "no model_type" in found[0][1]
+    # The fix is the config layout, not another class name.
+    hints = [f.hint for f in report.findings if f.rule == "LAYOUT-ARCH-UNRESOLVED"]
+    assert hints and "SpecForge layout" in str(hints[0])
 
 
 def test_speculators_config_without_engine_is_information_since_vllm_loads_it(tmp_path: Path) -> None:
