@@ -150,7 +150,7 @@ def aux_layer_ids(draft: dict[str, object]) -> list[int] | None:
     return None
 
 
-def _top_level_ignored(ctx: CheckContext) -> list[FcBuild] | None:
+def top_level_ignored(ctx: CheckContext) -> list[FcBuild] | None:
     """Where every engine checked is an SGLang release that never reads the top-level
     eagle_aux_hidden_state_layer_ids (facts eagle3_aux_ids_source for the captured layers, eagle3_fc_inputs
     for fc), what each builds fc for; None where any engine checked reads them or is not covered. Such a
@@ -175,7 +175,7 @@ def _ignored_note(ctx: CheckContext, builds: list[FcBuild]) -> str:
 
 
 def _aux_id_findings(ctx: CheckContext) -> Iterator[Finding]:
-    ignored = _top_level_ignored(ctx)
+    ignored = top_level_ignored(ctx)
     for where, value in aux_layer_sources(ctx.draft):
         problem = aux_ids_problem(value)
         if problem is None and isinstance(value, list) and not value:
@@ -244,7 +244,7 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     info = ctx.layout.get("fc.weight")
     if info is None or not uses_aux_hidden_states(ctx):
         return
-    ignored = _top_level_ignored(ctx)
+    ignored = top_level_ignored(ctx)
     # Releases that ignore the top-level ids size fc from eagle_config's (or their default).
     read = ctx.draft if ignored is None else {k: v for k, v in ctx.draft.items() if k != _AUX_KEY}
     ids = aux_layer_ids(read)
@@ -253,7 +253,7 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     expected = (hidden, n_aux * target_hidden)
     if info.shape == expected:
         if ignored is not None:
-            yield from _fc_top_level_ignored(ctx, hidden, ignored)
+            yield from _fctop_level_ignored(ctx, hidden, ignored)
         return
     detail = ""
     if len(info.shape) == 2 and info.shape[1] % target_hidden == 0 and info.shape[1] // target_hidden != n_aux:
@@ -272,7 +272,7 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     )
 
 
-def _fc_top_level_ignored(ctx: CheckContext, hidden: int, builds: list[FcBuild]) -> Iterator[Finding]:
+def _fctop_level_ignored(ctx: CheckContext, hidden: int, builds: list[FcBuild]) -> Iterator[Finding]:
     """SHAPES-FC for releases that ignore the top-level ids, once fc fits what they build: top-level ids
     whose count disagrees with fc are a warning, since the release loads fc and captures its default
     layers, not the ones the value names."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specprobe.demo.fixtures import DraftSpec, build_draft
+from specprobe.demo.fixtures import DraftSpec, build_draft, build_target
 from specprobe.pipeline.check import run_check
 
 
@@ -131,3 +131,31 @@ def test_top_level_ids_that_disagree_with_fc_are_a_warning_on_sglang(tmp_path: P
     assert _severities(run_check(tmp_path / "d", engine="sglang==0.5.23"), "SHAPES-FC") == ["warning"]
     assert _severities(run_check(tmp_path / "d", engine="vllm==0.33.0"), "SHAPES-FC") == ["error"]
     assert _severities(run_check(tmp_path / "same", engine="sglang==0.5.23"), "SHAPES-FC") == []
+
+
+def test_well_formed_top_level_ids_sglang_ignores_warn_where_its_defaults_differ(tmp_path: Path) -> None:
+    # An 8-layer target: SGLang captures its defaults [2, 4, 5], not the top-level [1, 3, 5].
+    target = tmp_path / "target"
+    build_target(target, num_hidden_layers=8)
+    build_draft(tmp_path / "d", DraftSpec(), config_overrides={"eagle_aux_hidden_state_layer_ids": [1, 3, 5]})
+    build_draft(tmp_path / "same", DraftSpec(), config_overrides={"eagle_aux_hidden_state_layer_ids": [2, 4, 5]})
+    build_draft(tmp_path / "specforge", DraftSpec(draft_format="specforge"))
+
+    ignored = run_check(tmp_path / "d", target=target, engine="sglang==0.5.23")
+    assert _severities(ignored, "TARGET-AUX-IDS-MISSING") == ["warning"]
+    assert "[2, 4, 5]" in next(f.message for f in ignored.findings if f.rule == "TARGET-AUX-IDS-MISSING")
+    rule = "TARGET-AUX-IDS-MISSING"
+    assert _severities(run_check(tmp_path / "d", target=target, engine="vllm==0.33.0"), rule) == []
+    assert _severities(run_check(tmp_path / "same", target=target, engine="sglang==0.5.23"), rule) == []
+    specforge = run_check(tmp_path / "specforge", target=target, engine="sglang==0.5.23")
+    assert [f.rule for f in specforge.findings if str(f.severity) in ("warning", "error")] == []
+
+
+def test_an_ignored_top_level_id_past_the_target_is_not_a_range_error_on_sglang(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    build_target(target, num_hidden_layers=8)
+    build_draft(tmp_path / "d", DraftSpec(), config_overrides={"eagle_aux_hidden_state_layer_ids": [1, 3, 8]})
+
+    rule = "TARGET-AUX-LAYER-RANGE"
+    assert _severities(run_check(tmp_path / "d", target=target, engine="sglang==0.5.23"), rule) == []
+    assert _severities(run_check(tmp_path / "d", target=target, engine="vllm==0.33.0"), rule) == ["error"]
