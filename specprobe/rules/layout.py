@@ -20,6 +20,7 @@ from specprobe.compat.engine_facts import (
     draft_registry,
     known_model_classes,
     layer_prefixes,
+    model_architectures,
     source_url,
 )
 from specprobe.engines.facts import beyond_newest, newest_read
@@ -103,11 +104,13 @@ ARCH_UNRESOLVED = rule(
     FAMILY,
     Severity.ERROR,
     "the draft architecture, after the engine's EAGLE-3 rewrite, is not an EAGLE-3 draft class of the engine version "
-    "(a target class it registers, or a vLLM name its known registry lacks with no auto_map: error; otherwise: "
-    "warning)",
+    "(a target class it registers, a name its known registry lacks with no auto_map, or on SGLang a config.json "
+    "without model_type: error; otherwise: warning)",
     VLLM_REGISTRY,
     VLLM_SPEC_CONFIG,
     SGLANG_MODEL_CONFIG,
+    source_url("sglang", "0.5.23", "sglang/srt/model_loader/utils.py"),
+    source_url("sglang", "0.5.23", "sglang/srt/utils/hf_transformers/config.py"),
 )
 METHOD_MISMATCH = rule(
     "LAYOUT-METHOD-MISMATCH",
@@ -410,13 +413,60 @@ def _resolve(ctx: CheckContext, engine: str, version: str) -> tuple[str, str]:
             since = answer(engine, newest_read()[engine], "eagle3_mla_drafter")
             return "error", f"MLA EAGLE-3 drafters ({resolved}) need vLLM {since.versions if since else 'newer'}"
         return "ok", resolved
+    refused = _sglang_config_refused(ctx, version)
+    if refused is not None:
+        return "error", refused
     arch = ctx.draft_architecture
     if arch is None:
         return "error", "config.json declares no architectures"
     if arch in _sglang_eagle3_classes(version):
         return "ok", arch
     why = f"SGLang loads the drafter as {arch}, not an EAGLE-3 draft class"
+    outside = _sglang_outside_registry(ctx, version, arch)
+    if outside is not None:
+        return "error", outside
     return _unresolved(ctx, engine, version, declared=arch, resolved=arch, why=why, registry=None)
+
+
+def _auto_map_keys(ctx: CheckContext) -> set[str]:
+    auto_map = (ctx.draft_raw or ctx.draft).get("auto_map")
+    return {key for key in auto_map if isinstance(key, str)} if isinstance(auto_map, dict) else set()
+
+
+def _sglang_config_refused(ctx: CheckContext, version: str) -> str | None:
+    """Why SGLang refuses the draft config.json before any class is looked up: no top-level model_type
+    (the speculators format), which transformers' AutoConfig rejects unless auto_map names a remote
+    AutoConfig. None where the config gets past it or no fact covers the release."""
+    raw = ctx.draft_raw or ctx.draft
+    if "model_type" in raw or "AutoConfig" in _auto_map_keys(ctx):
+        return None
+    fact = answer("sglang", version, "config_model_type_required")
+    if fact is None or fact.value != "refused":
+        return None
+    kind = " (the speculators format, which SGLang does not read)" if ctx.draft_format == "speculators" else ""
+    return (
+        f"config.json has no model_type{kind}: SGLang {fact.versions}{fact.judged_note} reads it with transformers' "
+        "AutoConfig, which refuses it at start (\"Should have a `model_type` key in its config.json\")"
+    )
+
+
+def _sglang_outside_registry(ctx: CheckContext, version: str, arch: str) -> str | None:
+    """Why SGLang refuses an EAGLE-3 draft class its own release's model registry lacks (no auto_map
+    AutoModel to supply it): "Cannot find model module" where transformers has no such class, and a
+    Transformers-backend model without the EAGLE-3 draft interface where it has. None where the release's
+    registry or behaviour is not known."""
+    registry = model_architectures("sglang", version)
+    fact = answer("sglang", version, "draft_outside_registry")
+    if registry is None or arch in registry or fact is None or fact.value != "refused":
+        return None
+    if "AutoModel" in _auto_map_keys(ctx):
+        return None
+    return (
+        f"{arch} is not in sglang=={version}'s model registry and config.json has no auto_map, so SGLang "
+        f"{fact.versions} refuses it at start (\"Cannot find model module. '{arch}' is not a registered model\"; "
+        "a transformers class of that name would build the Transformers backend, which has no EAGLE-3 draft "
+        "interface); only a package named by SGLANG_EXTERNAL_MODEL_PACKAGE could register it"
+    )
 
 
 def loadable_architectures(ctx: CheckContext, engine: str, version: str) -> list[str]:
@@ -460,6 +510,7 @@ def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
         + "".join(f"; {note}" for note in unread),
     )
     if ctx.draft_format is None:
+        yield from _sglang_refuses_any_draft(ctx)
         return
     results = {(engine, version): _resolve(ctx, engine, version) for engine, version in ctx.engines}
     any_ok = any(verdict == "ok" for verdict, _ in results.values())
@@ -477,7 +528,12 @@ def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
             location="config.json:architectures",
             key="config.json:architectures",
             severity=severity,
-            hint=architecture_hint(ctx, engine, version),
+            hint=(
+                "write config.json in the SpecForge layout SGLang reads (model_type llama, architectures "
+                "LlamaForCausalLMEagle3, the aux layer ids in eagle_config), or serve with vLLM"
+                if engine == "sglang" and _sglang_config_refused(ctx, version) is not None
+                else architecture_hint(ctx, engine, version)
+            ),
         )
     if not ctx.layout.mla and ctx.layout.namespaces == ["layers"]:
         for engine, version in ctx.engines:
@@ -491,6 +547,26 @@ def _engine_findings(ctx: CheckContext) -> Iterator[Finding]:
                 hint="store the decoder layer as midlayer.* for this SGLang release, or serve with SGLang >= 0.5.12",
                 evidence=(prefixes.evidence,),
             )
+
+
+def _sglang_refuses_any_draft(ctx: CheckContext) -> Iterator[Finding]:
+    """A drafter that is not EAGLE-3 (EAGLE-1/2 heads, other forms) is still looked up in SGLang's model
+    registry by the class its config.json names, whatever the speculative algorithm: a class the release
+    lacks stops start-up there too."""
+    arch = ctx.draft_architecture
+    if not ctx.layout.tensors or arch is None:
+        return
+    for engine, version in ctx.engines:
+        if engine != "sglang" or (outside := _sglang_outside_registry(ctx, version, arch)) is None:
+            continue
+        yield ARCH_UNRESOLVED.finding(
+            f"sglang=={version}: {outside}",
+            location="config.json:architectures",
+            key="config.json:architectures",
+            severity=Severity.ERROR if ctx.engine_explicit else Severity.INFO,
+            hint=f"declare a draft class sglang=={version} registers for this drafter (LlamaForCausalLMEagle for a "
+            "Llama EAGLE head), or serve it with another engine",
+        )
 
 
 def _method_findings(ctx: CheckContext) -> Iterator[Finding]:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specprobe.compat.engine_facts import Answer, fc_inputs
+from specprobe.compat.engine_facts import Answer, answer, fc_inputs
 from specprobe.findings import Finding, Severity
 from specprobe.rules import rule
 from specprobe.rules.layout import EAGLE_CNETS, VLLM_EAGLE3_SRC, VLLM_MLA_SRC, uses_aux_hidden_states
@@ -150,17 +150,56 @@ def aux_layer_ids(draft: dict[str, object]) -> list[int] | None:
     return None
 
 
+def top_level_ignored(ctx: CheckContext) -> list[FcBuild] | None:
+    """Where every engine checked is an SGLang release that never reads the top-level
+    eagle_aux_hidden_state_layer_ids (facts eagle3_aux_ids_source for the captured layers, eagle3_fc_inputs
+    for fc), what each builds fc for; None where any engine checked reads them or is not covered. Such a
+    release captures its default layers and sizes fc without the top-level value, so that value cannot make
+    the config invalid for it: it is a value the release ignores."""
+    if not ctx.engines or any(engine != "sglang" for engine, _ in ctx.engines) or ctx.layout.mla:
+        return None  # the MLA drafter (kimi_k25_eagle3.py) is not what eagle3_fc_inputs describes
+    for _, version in ctx.engines:
+        source = answer("sglang", version, "eagle3_aux_ids_source")
+        if source is None or source.value != "eagle_config":
+            return None
+    builds = [engine_fc_inputs(ctx, engine, version) for engine, version in ctx.engines]
+    if any(build is None or _AUX_KEY in build.reads for build in builds):
+        return None
+    return [build for build in builds if build is not None]
+
+
+def _ignored_note(ctx: CheckContext, builds: list[FcBuild]) -> str:
+    pairs = ", ".join(f"{e}=={v}{b.answer.judged_note}" for (e, v), b in zip(ctx.engines, builds, strict=True))
+    reads = " or ".join(dict.fromkeys(r for b in builds for r in b.reads)) or "no aux-layer key"
+    return f"{pairs} read {reads} and ignore the top-level {_AUX_KEY}"
+
+
 def _aux_id_findings(ctx: CheckContext) -> Iterator[Finding]:
+    ignored = top_level_ignored(ctx)
     for where, value in aux_layer_sources(ctx.draft):
         problem = aux_ids_problem(value)
         if problem is None and isinstance(value, list) and not value:
             problem = "is empty"
-        if problem is not None:
+        if problem is None:
+            continue
+        if ignored is not None and where == f"config.json:{_AUX_KEY}":
+            # The release never looks at this value: the config starts, with the target's default layers
+            # captured instead of whatever the value meant (what the engine itself does, run in exact mode).
             yield AUX_IDS_INVALID.finding(
-                f"{where.split(':', 1)[1]} {problem}; engines index the target's layers with these values",
+                f"{_AUX_KEY} {problem}; {_ignored_note(ctx, ignored)}: the target's default layers are captured "
+                "instead, whichever layers the drafter was trained on",
                 location=where,
-                hint="write the target layer ids fc was trained on as a JSON list of integers, e.g. [2, 16, 29]",
+                severity=Severity.WARNING,
+                hint=f"write the layer ids fc was trained on into eagle_config.{_AUX_KEY} as a JSON list of "
+                "integers, e.g. [2, 16, 29]",
+                evidence=tuple(dict.fromkeys(e for b in ignored for e in (b.answer.evidence, *b.answer.also))),
             )
+            continue
+        yield AUX_IDS_INVALID.finding(
+            f"{where.split(':', 1)[1]} {problem}; engines index the target's layers with these values",
+            location=where,
+            hint="write the target layer ids fc was trained on as a JSON list of integers, e.g. [2, 16, 29]",
+        )
 
 
 def draft_vocab_size(draft: dict[str, object]) -> int | None:
@@ -205,11 +244,16 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
     info = ctx.layout.get("fc.weight")
     if info is None or not uses_aux_hidden_states(ctx):
         return
-    ids = aux_layer_ids(ctx.draft)
+    ignored = top_level_ignored(ctx)
+    # Releases that ignore the top-level ids size fc from eagle_config's (or their default).
+    read = ctx.draft if ignored is None else {k: v for k, v in ctx.draft.items() if k != _AUX_KEY}
+    ids = aux_layer_ids(read)
     n_aux = len(ids) if ids else 3
     target_hidden = _int(ctx.draft.get("target_hidden_size")) or hidden
     expected = (hidden, n_aux * target_hidden)
     if info.shape == expected:
+        if ignored is not None:
+            yield from _fctop_level_ignored(ctx, hidden, ignored)
         return
     detail = ""
     if len(info.shape) == 2 and info.shape[1] % target_hidden == 0 and info.shape[1] // target_hidden != n_aux:
@@ -225,6 +269,28 @@ def _fc(ctx: CheckContext, hidden: int) -> Iterator[Finding]:
         f"fc.weight is {list(info.shape)}, expected {list(expected)} = [hidden, {n_aux} x {target_hidden}]{detail}",
         location=ctx.layout.location("fc.weight"),
         hint="eagle_aux_hidden_state_layer_ids and target_hidden_size must describe what fc was trained on",
+    )
+
+
+def _fctop_level_ignored(ctx: CheckContext, hidden: int, builds: list[FcBuild]) -> Iterator[Finding]:
+    """SHAPES-FC for releases that ignore the top-level ids, once fc fits what they build: top-level ids
+    whose count disagrees with fc are a warning, since the release loads fc and captures its default
+    layers, not the ones the value names."""
+    info = ctx.layout.get("fc.weight")
+    top = ctx.draft.get(_AUX_KEY)
+    target_hidden = _int(ctx.draft.get("target_hidden_size")) or hidden
+    if info is None or len(info.shape) != 2 or not isinstance(top, list) or not top or aux_ids_problem(top):
+        return
+    if info.shape[1] == len(top) * target_hidden:
+        return
+    yield FC_SHAPE.finding(
+        f"fc.weight is {list(info.shape)}, which fuses {info.shape[1] / target_hidden:g} hidden states, but the "
+        f"top-level {_AUX_KEY} names {len(top)}; {_ignored_note(ctx, builds)}: they capture their default layers, "
+        "not the ones named",
+        location=ctx.layout.location("fc.weight"),
+        severity=Severity.WARNING,
+        hint=f"write the layer ids fc was trained on into eagle_config.{_AUX_KEY}",
+        evidence=tuple(dict.fromkeys(e for b in builds for e in (b.answer.evidence, *b.answer.also))),
     )
 
 

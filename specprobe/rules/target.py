@@ -20,7 +20,7 @@ from specprobe.findings import Finding, Severity
 from specprobe.hfconfig import AttentionKind, classify_attention
 from specprobe.rules import rule
 from specprobe.rules.layout import VLLM_EAGLE3_SRC, _schema
-from specprobe.rules.shapes import aux_layer_ids, aux_layer_sources, int_text
+from specprobe.rules.shapes import aux_ids_problem, aux_layer_ids, aux_layer_sources, int_text, top_level_ignored
 from specprobe.rules.tokenizer import UNKNOWN
 from specprobe.rules.tokenizer import identity as tokenizer_identity
 
@@ -65,8 +65,8 @@ AUX_MISSING = rule(
     "TARGET-AUX-IDS-MISSING",
     FAMILY,
     Severity.INFO,
-    "no eagle_aux_hidden_state_layer_ids: the engine captures its default layers (2, L//2, L-3); whether fc was "
-    "trained on those the checkpoint cannot show",
+    "no eagle_aux_hidden_state_layer_ids the engine reads: it captures its default layers (2, L//2, L-3); whether fc "
+    "was trained on those the checkpoint cannot show (a warning where SGLang ignores top-level ids that differ)",
     DEFAULT_AUX_EVIDENCE["vllm"],
     DEFAULT_AUX_EVIDENCE["sglang"],
 )
@@ -110,11 +110,52 @@ def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _ignored_top_level_ids(ctx: CheckContext, layers: int | None) -> Iterator[Finding]:
+    """Well-formed top-level ids an SGLang-only check's releases never read (they read eagle_config's):
+    with no eagle_config ids they capture the target's default layers, a warning where those differ."""
+    top = ctx.draft.get("eagle_aux_hidden_state_layer_ids")
+    ignored = top_level_ignored(ctx)
+    if ignored is None or layers is None or not isinstance(top, list) or not top or aux_ids_problem(top):
+        return
+    if aux_layer_ids({k: v for k, v in ctx.draft.items() if k != "eagle_aux_hidden_state_layer_ids"}):
+        return
+    captured = default_aux_layers(layers)
+    if captured == top:
+        return
+    pairs = ", ".join(f"{engine}=={version}" for engine, version in ctx.engines)
+    yield AUX_MISSING.finding(
+        f"{pairs} read the aux layer ids only from eagle_config and ignore the top-level "
+        f"eagle_aux_hidden_state_layer_ids [{', '.join(int_text(i) for i in top)}]: the target's default layers "
+        f"{captured} "
+        "are captured, not the ones named",
+        location="config.json:eagle_aux_hidden_state_layer_ids",
+        key="config.json:eagle_aux_hidden_state_layer_ids",
+        severity=Severity.WARNING,
+        hint="copy the ids into eagle_config.eagle_aux_hidden_state_layer_ids (the SpecForge layout SGLang reads)",
+        evidence=tuple(
+            dict.fromkeys(
+                e
+                for _, version in ctx.engines
+                if (read := answer("sglang", version, "eagle3_aux_ids_source")) is not None
+                for e in (read.evidence, *read.also)
+            )
+        ),
+    )
+
+
 def _aux(ctx: CheckContext) -> Iterator[Finding]:
-    ids = aux_layer_ids(ctx.draft)
     layers = ctx.target_config.num_hidden_layers if ctx.target_config else None
+    read = ctx.draft
+    if "eagle_aux_hidden_state_layer_ids" in ctx.draft and top_level_ignored(ctx) is not None:
+        # Every release checked ignores the top-level ids: judge the ids they read, and say what they
+        # capture instead of the ignored value (SHAPES-AUX-IDS-INVALID names a malformed one).
+        yield from _ignored_top_level_ids(ctx, layers)
+        read = {k: v for k, v in ctx.draft.items() if k != "eagle_aux_hidden_state_layer_ids"}
+        if aux_layer_ids(read) is None:
+            return
+    ids = aux_layer_ids(read)
     if ids is None:
-        if aux_layer_sources(ctx.draft):
+        if aux_layer_sources(read):
             return  # present but malformed: SHAPES-AUX-IDS-INVALID names the value
         defaults = f" = {default_aux_layers(layers)} for this {layers}-layer target" if layers else ""
         engines = ", ".join(f"{engine}=={version}" for engine, version in ctx.engines)

@@ -42,7 +42,15 @@ def test_a_target_class_as_drafter_is_an_error_and_an_unknown_class_a_warning(tm
 
     assert _unresolved(run_check(tmp_path / "known")) == ["error", "error"]
     assert _unresolved(run_check(tmp_path / "known", engine="sglang")) == ["error"]
-    assert _unresolved(run_check(tmp_path / "unknown", engine="sglang")) == ["warning"]
+    # SGLang >= 0.5.17 refuses a class its own registry lacks ("Cannot find model module") ...
+    assert _unresolved(run_check(tmp_path / "unknown", engine="sglang")) == ["error"]
+    # ... an auto_map without the exact key AutoModel included (SGLang looks up auto_map["AutoModel"]) ...
+    assert _unresolved(run_check(tmp_path / "remote", engine="sglang")) == ["error"]
+    # ... unless remote code could supply it, or no fact covers the release.
+    automodel = {"architectures": ["AcmeDraftForCausalLM"], "auto_map": {"AutoModel": "acme.AcmeDraft"}}
+    build_draft(tmp_path / "automodel", DraftSpec(), config_overrides=automodel)
+    assert _unresolved(run_check(tmp_path / "automodel", engine="sglang")) == ["warning"]
+    assert _unresolved(run_check(tmp_path / "unknown", engine="sglang==0.5.16")) == ["warning"]
     # vLLM rewrites it to Eagle3AcmeDraftForCausalLM: no transformers class, no auto_map, not in the
     # release's registry -> refused at start, an error wherever that registry is known ...
     assert _unresolved(run_check(tmp_path / "unknown", engine="vllm")) == ["error"]
