@@ -19,7 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from specprobe.engines.provision import cached_python
+from specprobe.engines.provision import cached_python, engines_dir
 from specprobe.engines.versions import parse_version
 from specprobe.findings import SpecprobeError
 
@@ -136,6 +136,21 @@ def find_interpreter(engine: str, python: Path | None, version: str | None = Non
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "no output"
+
+
+def vllm_cache_root(interpreter: Path) -> Path | None:
+    """The vLLM cache folder for an interpreter of the engine cache: inside its venv (removed with it).
+
+    vLLM inspects each model class it has not seen in a subprocess that imports vLLM again (~20 s here)
+    and keeps the answer under VLLM_CACHE_ROOT; a cache that lives with the venv pays that once per class,
+    and never touches the user's own ~/.cache/vllm. None for other interpreters (the caller gives a
+    temporary folder)."""
+    venv = interpreter.parent.parent
+    try:
+        inside = venv.resolve().parent == engines_dir().resolve()
+    except OSError:
+        return None
+    return venv / ".specprobe-vllm-cache" if inside else None
 
 
 def run_probe(

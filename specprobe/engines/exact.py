@@ -24,9 +24,16 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from specprobe.checkpoint.folder import Checkpoint
-from specprobe.engines._probe import PROBES_DIR, Interpreter, Purpose, find_interpreters, release_of, run_probe
+from specprobe.engines._probe import (
+    PROBES_DIR,
+    Interpreter,
+    Purpose,
+    find_interpreters,
+    release_of,
+    run_probe,
+    vllm_cache_root,
+)
 from specprobe.engines._probe import shorten as shorten_message
-from specprobe.engines.provision import engines_dir
 from specprobe.findings import SpecprobeError
 
 PROBE = PROBES_DIR / "vllm_exact.py"
@@ -163,20 +170,6 @@ def validate_reply(reply: Any, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     return by_id
 
 
-def _engine_cache(interpreter: Interpreter) -> Path | None:
-    """The engine's own cache folder for a release of the engine cache: inside its venv (removed with it).
-
-    vLLM inspects each model class it has not seen in a subprocess that imports vLLM again (~20 s here)
-    and keeps the answer under VLLM_CACHE_ROOT; a cache that lives with the venv pays that once per class,
-    and never touches the user's own ~/.cache/vllm. Other interpreters get a temporary folder."""
-    venv = interpreter.path.parent.parent
-    try:
-        inside = venv.resolve().parent == engines_dir().resolve()
-    except OSError:
-        return None
-    return venv / ".specprobe-vllm-cache" if inside else None
-
-
 def run_cases(
     cases: Sequence[ExactCase], interpreter: Interpreter, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     engine: str = "vllm",
@@ -197,7 +190,7 @@ def run_cases(
             # vLLM reads its variables once per process: the callers group cases by their deployment's VLLM_*.
             for case in cases:
                 env.update({key: str(value) for key, value in case.env.items() if key.startswith("VLLM_")})
-            env["VLLM_CACHE_ROOT"] = str(_engine_cache(interpreter) or Path(folder) / "vllm-cache")
+            env["VLLM_CACHE_ROOT"] = str(vllm_cache_root(interpreter.path) or Path(folder) / "vllm-cache")
         reply = run_probe(
             engine, PROBES[engine], interpreter.path, timeout_s=timeout_s, env_overrides=env,
             input_text=json.dumps(request),

