@@ -19,15 +19,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from specprobe.checkpoint.folder import Checkpoint
 from specprobe.engines._probe import PROBES_DIR, Interpreter, Purpose, find_interpreters, release_of, run_probe
 from specprobe.engines._probe import shorten as shorten_message
 from specprobe.engines.provision import engines_dir
 from specprobe.findings import SpecprobeError
+
+if TYPE_CHECKING:
+    # Only the annotation: the engine layer sits under the checkpoint reader, which hands a Checkpoint in.
+    from specprobe.checkpoint.folder import Checkpoint
 
 PROBE = PROBES_DIR / "vllm_exact.py"
 PROBES = {"vllm": PROBE, "sglang": PROBES_DIR / "sglang_exact.py"}
