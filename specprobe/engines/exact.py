@@ -29,7 +29,7 @@ from specprobe.engines.provision import engines_dir
 from specprobe.findings import SpecprobeError
 
 if TYPE_CHECKING:
-    # Only the annotation: the engine layer sits under the checkpoint reader, which hands a Checkpoint in.
+    # Only for the annotation: engines/ is a layer under checkpoint/; exact mode reads the Checkpoint it is given.
     from specprobe.checkpoint.folder import Checkpoint
 
 PROBE = PROBES_DIR / "vllm_exact.py"

@@ -3,7 +3,8 @@ hub repository already in the local Hugging Face cache.
 
 ``locate`` turns what a user or a deployment wrote into ``ModelFiles``; check, lint, gate, fix, exact
 mode and matrix all read drafters and targets through it, so that every command accepts the same
-forms and reads them within the same bounds.
+forms and reads them within the same bounds. ``resolve_config_path`` finds a target's config.json through
+it.
 """
 
 from __future__ import annotations
