@@ -6,7 +6,6 @@ Gemma-3, Qwen-VL...) keep the language model under ``text_config``; that is what
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -14,14 +13,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from specprobe.findings import SpecprobeError
 from specprobe.untrusted.files import (
     ParsedJson,
     UntrustedInputError,
     exists,
     expand_user,
-    is_dir,
-    is_file,
     load_json_file,
     parse_json,
 )
@@ -294,31 +290,3 @@ def cached_file(repo_id: str, name: str) -> Path | None:
     except Exception:  # an invalid id (HFValidationError) or an unreadable cache entry: not cached
         return None
     return Path(found) if isinstance(found, str) else None
-
-
-def resolve_config_path(spec: str, *, hub: Any = None) -> Path:
-    """A target given as a folder, a config.json path, or a hub id ``owner/name[@revision]``.
-
-    A hub id is read through ``specprobe.modelfiles`` (only config.json travels; ``hub`` is the run's
-    ``HubSession``, a fresh one when None): the path returned is the copy kept in specprobe's hub cache
-    at the resolved commit. SpecprobeError (``ModelUnavailableError`` for a hub that refuses or cannot be
-    reached) when there is no such target.
-    """
-    path = expand_user(spec)
-    if is_dir(path):
-        return path / "config.json"
-    if is_file(path):
-        return path
-    # Imported here: a local target never pays for the hub reader (nor huggingface_hub's import).
-    from specprobe.modelfiles import hub_ref, locate  # noqa: PLC0415
-
-    if hub_ref(spec) is None:
-        raise SpecprobeError(f"target {spec!r} is neither a folder, a config.json, nor a hub id")
-    files = locate(spec, role="target", hub=hub)
-    # The reader of the returned path says what is wrong with it.
-    with contextlib.suppress(OSError, UntrustedInputError):
-        files.read_file("config.json", max_bytes=MAX_CONFIG_BYTES)
-    kept = files.local_path("config.json")
-    if kept is not None:
-        return kept
-    return (files.folder or hub_cache_dir() / "missing") / "config.json"

@@ -24,8 +24,8 @@ from specprobe.hfconfig import (
     classify_attention,
     load_config_json,
     parse_model_config,
-    resolve_config_path,
 )
+from specprobe.modelfiles import resolve_config_path
 from specprobe.untrusted.files import expand_user, is_dir
 
 

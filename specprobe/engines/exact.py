@@ -19,11 +19,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from specprobe.checkpoint.folder import Checkpoint
 from specprobe.engines._probe import (
     PROBES_DIR,
     Interpreter,
@@ -35,6 +34,10 @@ from specprobe.engines._probe import (
 )
 from specprobe.engines._probe import shorten as shorten_message
 from specprobe.findings import SpecprobeError
+
+if TYPE_CHECKING:
+    # Only for the annotation: engines/ is a layer under checkpoint/; exact mode reads the Checkpoint it is given.
+    from specprobe.checkpoint.folder import Checkpoint
 
 PROBE = PROBES_DIR / "vllm_exact.py"
 PROBES = {"vllm": PROBE, "sglang": PROBES_DIR / "sglang_exact.py"}

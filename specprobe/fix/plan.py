@@ -48,7 +48,8 @@ from specprobe.fix.formats import (
     vllm_rewrite,
 )
 from specprobe.fix.model import FixPlan, PlannedTensor, TargetFiles
-from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config, resolve_config_path
+from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config
+from specprobe.modelfiles import resolve_config_path
 from specprobe.rules import fix as rules
 from specprobe.rules.shapes import aux_ids_problem, aux_layer_sources
 from specprobe.rules.tokenizer import MISMATCH as TOKENIZER_MISMATCH

@@ -3,18 +3,21 @@ hub repository already in the local Hugging Face cache.
 
 ``locate`` turns what a user or a deployment wrote into ``ModelFiles``; check, lint, gate, fix, exact
 mode and matrix all read drafters and targets through it, so that every command accepts the same
-forms and reads them within the same bounds.
+forms and reads them within the same bounds. ``resolve_config_path`` finds a target's config.json through
+it.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from specprobe.findings import SpecprobeError
+from specprobe.hfconfig import MAX_CONFIG_BYTES, hub_cache_dir
 from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, Unavailable
 from specprobe.modelfiles.hub import HUB_POLICIES, HubFiles, HubRef, HubSession, parse_hub_ref
 from specprobe.modelfiles.local import LocalFiles
-from specprobe.untrusted.files import exists, expand_user, is_dir, is_file
+from specprobe.untrusted.files import UntrustedInputError, exists, expand_user, is_dir, is_file
 
 __all__ = [
     "HUB_POLICIES",
@@ -27,6 +30,7 @@ __all__ = [
     "Unavailable",
     "hub_ref",
     "locate",
+    "resolve_config_path",
 ]
 
 
@@ -74,3 +78,28 @@ def locate(
             raise SpecprobeError(f"draft folder {path} does not exist (nor is it a hub id OWNER/NAME[@REVISION])")
         raise SpecprobeError(f"target {text!r} is neither a folder, a config.json, nor a hub id")
     return (hub if hub is not None else HubSession()).open(ref, role)
+
+
+def resolve_config_path(spec: str, *, hub: HubSession | None = None) -> Path:
+    """A target given as a folder, a config.json path, or a hub id ``owner/name[@revision]``.
+
+    A hub id is read through ``locate`` (only config.json travels; ``hub`` is the run's
+    ``HubSession``, a fresh one when None): the path returned is the copy kept in specprobe's hub cache
+    at the resolved commit. SpecprobeError (``ModelUnavailableError`` for a hub that refuses or cannot be
+    reached) when there is no such target.
+    """
+    path = expand_user(spec)
+    if is_dir(path):
+        return path / "config.json"
+    if is_file(path):
+        return path
+    if hub_ref(spec) is None:
+        raise SpecprobeError(f"target {spec!r} is neither a folder, a config.json, nor a hub id")
+    files = locate(spec, role="target", hub=hub)
+    # The reader of the returned path says what is wrong with it.
+    with contextlib.suppress(OSError, UntrustedInputError):
+        files.read_file("config.json", max_bytes=MAX_CONFIG_BYTES)
+    kept = files.local_path("config.json")
+    if kept is not None:
+        return kept
+    return (files.folder or hub_cache_dir() / "missing") / "config.json"

@@ -23,7 +23,8 @@ from specprobe.engines.exact import (
     shorten,
 )
 from specprobe.findings import Finding, Severity
-from specprobe.hfconfig import ConfigError, load_config_json, resolve_config_path
+from specprobe.hfconfig import ConfigError, load_config_json
+from specprobe.modelfiles import resolve_config_path
 from specprobe.rules import rule
 
 _SOURCE = "https://github.com/vllm-project/vllm/blob/v{version}/{file}#L{line}"

@@ -31,8 +31,8 @@ from specprobe.hfconfig import (
     classify_attention,
     load_config_json,
     parse_model_config,
-    resolve_config_path,
 )
+from specprobe.modelfiles import resolve_config_path
 from specprobe.smoke.eagle3 import (
     Eagle3Drafter,
     SlotKVCache,
