@@ -17,6 +17,7 @@ from specprobe.checkpoint.layout import Layout
 from specprobe.engines.spec import EngineSpec
 from specprobe.findings import Finding
 from specprobe.hfconfig import ModelConfig
+from specprobe.modelfiles import ModelFiles
 
 
 @dataclass
@@ -44,6 +45,8 @@ class CheckContext:
     target_error: str | None = None
     # A local target folder read once (config.json and safetensors headers); None for a hub id.
     target_checkpoint: Checkpoint | None = None
+    # Where the target is (a folder or a hub repository), located once: rules read its other files through it.
+    target_files: ModelFiles | None = None
     engine_explicit: bool = False
     engine_spec: EngineSpec | None = None
     device: str | None = None

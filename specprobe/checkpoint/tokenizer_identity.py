@@ -12,8 +12,13 @@ files are parsed as JSON with bounded size and depth):
 - special ids of one side beyond the other's vocabulary;
 - a vocabulary map (``t2d``) sized by the target's vocabulary: the map was built over the target's ids.
 
-``files_for(spec)`` is the one place that finds a side's files (a local folder, or the local hub cache for
-a hub id), so a hub reader can be put behind it.
+``files_for(spec)`` finds a side's files: a local folder, the model's ``ModelFiles`` (a folder, or a hub
+repository read through ``specprobe.modelfiles`` within its byte budget), or, for a bare hub id, the local hub
+cache. Through the hub reader, config.json, generation_config.json and tokenizer_config.json (kB) are read;
+tokenizer.json (7-30 MB when published) only when it is on this machine already (a folder, the Hugging Face
+cache, specprobe's hub cache) or listed at most ``MAX_HUB_TOKENIZER_JSON_BYTES``: reading it whole would take
+the whole per-repository budget ten times over, and bos_token_id, the special ids and the added tokens of
+tokenizer_config.json decide most pairs without it.
 """
 
 from __future__ import annotations
@@ -21,18 +26,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from specprobe.hfconfig import cached_file, looks_like_hub_id
-from specprobe.untrusted.files import UntrustedInputError, expand_user, is_dir, is_file, load_json_file
+from specprobe.modelfiles import ModelFiles
+from specprobe.untrusted.files import UntrustedInputError, expand_user, is_dir, is_file, load_json_file, parse_json
 
 TOKENIZER_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "tokenizer.json")
 # Published tokenizer.json files reach ~30 MB (large multilingual vocabularies); anything larger is not read.
 MAX_TOKENIZER_JSON_BYTES = 64 * 1024 * 1024
 MAX_SMALL_JSON_BYTES = 8 * 1024 * 1024
+# A tokenizer.json read from the hub: a third of the 3 MiB a repository may cost, so that config.json, the
+# shard index and the drafter's headers and vocabulary maps keep their share. Published ones are larger and
+# are read only from a copy on this machine.
+MAX_HUB_TOKENIZER_JSON_BYTES = 1024 * 1024
 
 SAME = "same"
 ANOTHER = "another"
@@ -73,11 +83,18 @@ class TokenizerFacts:
         return found
 
 
-def files_for(spec: str | Path | None) -> dict[str, Path]:
-    """The tokenizer-bearing files of a drafter or target: a folder's own, or a hub id's in the local hub
-    cache (nothing is downloaded here). The one lookup a hub reader replaces."""
+# Where one side's files are: paths on this machine, or a hub repository read through its ModelFiles.
+Files = Mapping[str, Path] | ModelFiles
+
+
+def files_for(spec: str | Path | ModelFiles | None) -> Files:
+    """The tokenizer-bearing files of a drafter or target: a folder's own, the ``ModelFiles`` of a model
+    located already (a hub repository stays behind its reader), or a bare hub id's in the local hub cache
+    (nothing is downloaded for a bare id)."""
     if spec is None:
         return {}
+    if isinstance(spec, ModelFiles):
+        return _model_files(spec)
     path = expand_user(spec)
     if is_dir(path):
         return {name: path / name for name in TOKENIZER_FILES if is_file(path / name)}
@@ -87,6 +104,41 @@ def files_for(spec: str | Path | None) -> dict[str, Path]:
     if isinstance(spec, str) and looks_like_hub_id(spec):
         return {name: found for name in TOKENIZER_FILES if (found := cached_file(spec, name)) is not None}
     return {}
+
+
+def _model_files(model: ModelFiles) -> Files:
+    if model.folder is not None:
+        return files_for(model.folder)
+    return model
+
+
+def _names(files: Files) -> tuple[str, ...]:
+    """The tokenizer files a side has that are read: every one of a folder; of a hub repository, tokenizer.json
+    only when a copy is on this machine or it is small enough for the repository's budget."""
+    if not isinstance(files, ModelFiles):
+        return tuple(name for name in TOKENIZER_FILES if name in files)
+    listing = files.listing()
+    found = []
+    for name in TOKENIZER_FILES:
+        if name not in listing:
+            continue
+        if name == "tokenizer.json" and files.local_path(name) is None:
+            size = listing[name]
+            if size is None or size > MAX_HUB_TOKENIZER_JSON_BYTES:
+                continue
+        found.append(name)
+    return tuple(found)
+
+
+def _read(files: Files, name: str, limit: int) -> Any:
+    """One JSON file of a side, parsed; None when it cannot be read (an unreadable side file, or one the hub
+    budget does not reach, is no evidence either way)."""
+    if not isinstance(files, ModelFiles):
+        return _load(files[name], limit) if name in files else None
+    try:
+        return parse_json(files.read_file(name, max_bytes=limit), what=name).value
+    except (OSError, UntrustedInputError, ValueError):
+        return None
 
 
 def _load(path: Path, limit: int) -> Any:
@@ -139,19 +191,46 @@ def _cached_digest(path: str, size: int, mtime_ns: int) -> tuple[str | None, int
     return digest, entries, tuple(sorted(added.items()))
 
 
+def _hub_tokenizer_digest(model: ModelFiles) -> tuple[str | None, int | None, dict[int, str]]:
+    """The vocabulary digest of a hub repository's tokenizer.json: from its copy on this machine when there
+    is one (computed once per run), else read through the reader within ``MAX_HUB_TOKENIZER_JSON_BYTES``."""
+    path = model.local_path("tokenizer.json")
+    if path is None:
+        tokenizer = _read(model, "tokenizer.json", MAX_HUB_TOKENIZER_JSON_BYTES)
+        # The reader keeps what it read in specprobe's hub cache: the other family asking reads that copy.
+        path = model.local_path("tokenizer.json")
+        if path is None:
+            return _vocab_digest(tokenizer) if isinstance(tokenizer, dict) else (None, None, {})
+    return _tokenizer_digest(path)
+
+
+def _config_added(tokenizer_config: object) -> dict[int, str]:
+    """The added tokens tokenizer_config.json lists (``added_tokens_decoder``: id -> {content: ...}), the
+    same tokens tokenizer.json's ``added_tokens`` holds, in a file of kB rather than MB."""
+    decoder = tokenizer_config.get("added_tokens_decoder") if isinstance(tokenizer_config, dict) else None
+    if not isinstance(decoder, dict):
+        return {}
+    added: dict[int, str] = {}
+    for key, entry in decoder.items():
+        if isinstance(key, str) and key.isdigit() and isinstance(entry, dict) and isinstance(entry.get("content"), str):
+            added[int(key)] = entry["content"]
+    return added
+
+
 def read_facts(
-    label: str, config: dict[str, Any] | None, files: dict[str, Path], *, vocab_size: int | None = None
+    label: str, config: dict[str, Any] | None, files: Files, *, vocab_size: int | None = None
 ) -> TokenizerFacts:
     """The tokenizer facts of one side from its parsed config.json (``config``) and its other files."""
+    names = _names(files)
     raw: dict[str, Any] = dict(config or {})
     text = raw.get("text_config")
     if isinstance(text, dict):
         raw = {**text, **{k: v for k, v in raw.items() if k.endswith("_token_id")}}
-    if not raw and "config.json" in files:
-        loaded = _load(files["config.json"], MAX_SMALL_JSON_BYTES)
+    if not raw and "config.json" in names:
+        loaded = _read(files, "config.json", MAX_SMALL_JSON_BYTES)
         raw = loaded if isinstance(loaded, dict) else {}
     loaded_generation = (
-        _load(files["generation_config.json"], MAX_SMALL_JSON_BYTES) if "generation_config.json" in files else None
+        _read(files, "generation_config.json", MAX_SMALL_JSON_BYTES) if "generation_config.json" in names else None
     )
     generation: dict[str, Any] = loaded_generation if isinstance(loaded_generation, dict) else {}
     bos = _int(raw.get("bos_token_id"))
@@ -161,8 +240,13 @@ def read_facts(
     pad = _int(raw.get("pad_token_id"))
     digest = entries = None
     added: dict[int, str] = {}
-    if "tokenizer.json" in files:
-        digest, entries, added = _tokenizer_digest(files["tokenizer.json"])
+    if "tokenizer.json" in names:
+        if isinstance(files, ModelFiles):
+            digest, entries, added = _hub_tokenizer_digest(files)
+        else:
+            digest, entries, added = _tokenizer_digest(files["tokenizer.json"])
+    if not added and "tokenizer_config.json" in names:
+        added = _config_added(_read(files, "tokenizer_config.json", MAX_SMALL_JSON_BYTES))
     return TokenizerFacts(
         label=label,
         vocab_size=vocab_size if vocab_size is not None else _int(raw.get("vocab_size")),
@@ -172,7 +256,7 @@ def read_facts(
         vocab_digest=digest,
         vocab_entries=entries,
         added=added,
-        files=tuple(sorted(files)),
+        files=names,
     )
 
 
@@ -247,7 +331,7 @@ def compare(draft: TokenizerFacts, target: TokenizerFacts, *, map_size: int | No
 
 
 def facts_of(
-    label: str, config: dict[str, Any] | None, spec: str | Path | None, vocab_size: int | None
+    label: str, config: dict[str, Any] | None, spec: str | Path | ModelFiles | None, vocab_size: int | None
 ) -> TokenizerFacts:
     """The facts of one side found through ``files_for`` ."""
     return read_facts(label, config, files_for(spec), vocab_size=vocab_size)

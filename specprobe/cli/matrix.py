@@ -30,7 +30,9 @@ MethodOption = Annotated[str | None, typer.Option("--method", "-m", help="Specul
 TargetOption = Annotated[
     str | None, typer.Option("--target", "-t", help="Target model folder, config.json or hub id (config.json only).")
 ]
-DraftOption = Annotated[str | None, typer.Option("--draft", "-d", help="Drafter checkpoint folder.")]
+DraftOption = Annotated[
+    str | None, typer.Option("--draft", "-d", help="Drafter checkpoint folder or hub id OWNER/NAME[@REVISION].")
+]
 FeatureOption = Annotated[
     list[str] | None,
     typer.Option(

@@ -25,7 +25,7 @@ from specprobe.hfconfig import (
     load_config_json,
     parse_model_config,
 )
-from specprobe.modelfiles import resolve_config_path
+from specprobe.modelfiles import ModelFiles, hub_ref, locate, resolve_config_path
 from specprobe.untrusted.files import expand_user, is_dir
 
 
@@ -125,28 +125,38 @@ def draft_format_from_config(raw: dict[str, Any]) -> str | None:
     return None
 
 
-def _check_detection(path: Path) -> tuple[str | None, str | None]:
+def _check_detection(files: Path | ModelFiles) -> tuple[str | None, str | None, dict[str, Any] | None]:
     """check's own detection (config.json plus safetensors tensor names, headers only), so that
-    check and matrix name a drafter the same way."""
-    checkpoint = load_checkpoint(path)
+    check and matrix name a drafter the same way; with the config.json it read."""
+    checkpoint = load_checkpoint(files)
     layout = detect_layout(checkpoint, checkpoint.config_raw)
-    return layout.draft_format, layout.architecture
+    return layout.draft_format, layout.architecture, checkpoint.config_raw
 
 
-def classify_draft(spec: str) -> DraftInfo:
-    """A drafter folder -> its format and architecture; a missing folder is exit 2, an unreadable
-    config.json leaves both unknown (check reports checkpoint problems, matrix only pairs)."""
+def classify_draft(spec: str, *, hub: Any = None) -> DraftInfo:
+    """A drafter folder or hub id ``OWNER/NAME[@REVISION]`` -> its format and architecture; a missing folder
+    or a repository the hub cannot give is exit 2, an unreadable config.json leaves both unknown (check
+    reports checkpoint problems, matrix only pairs). A hub drafter is read through ``specprobe.modelfiles``
+    (config.json and safetensors headers by byte range; ``hub`` is the run's HubSession)."""
     path = expand_user(spec)
-    if not is_dir(path):
-        raise SpecprobeError(f"draft {spec!r} is not a folder")
-    draft_format, architecture = _check_detection(path)
+    if is_dir(path):
+        draft_format, architecture, _ = _check_detection(path)
+    else:
+        if hub_ref(spec) is None or "/" not in spec:
+            raise SpecprobeError(f"draft {spec!r} is not a folder (nor a hub id OWNER/NAME[@REVISION])")
+        draft_format, architecture, hub_raw = _check_detection(locate(spec, role="draft", hub=hub))
     if draft_format is not None:
         return DraftInfo(label=spec, format=draft_format, architecture=architecture)
     # Without weights to read (a config-only folder) the tensor names cannot decide; config.json can.
-    try:
-        raw = load_config_json(path / "config.json")
-    except ConfigError:
+    if is_dir(path):
+        try:
+            raw = load_config_json(path / "config.json")
+        except ConfigError:
+            return DraftInfo(label=spec, format=None, architecture=architecture)
+    elif hub_raw is None:
         return DraftInfo(label=spec, format=None, architecture=architecture)
+    else:
+        raw = hub_raw
     architectures = [a for a in raw.get("architectures") or [] if isinstance(a, str)]
     return DraftInfo(
         label=spec,

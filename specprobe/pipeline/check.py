@@ -155,6 +155,7 @@ def build_context(
         target_spec=target,
         target_error=target_error,
         target_checkpoint=target_checkpoint,
+        target_files=target_files,
         engine_explicit=explicit,
         engine_spec=engine_spec,
         device=device.strip().lower() if device else None,

@@ -56,8 +56,10 @@ def identity(ctx: CheckContext) -> Identity | None:
     """The tokenizer verdict for this drafter and target; None without a target or a drafter config."""
     if ctx.target_config is None or ctx.draft_config is None:
         return None
-    draft = facts_of("drafter", ctx.draft_raw, ctx.draft_dir, ctx.draft_config.vocab_size)
-    target = facts_of("target", ctx.target_config.raw, ctx.target_spec, ctx.target_config.vocab_size)
+    # Both sides through the files located for this run: a hub repository is read by its reader, in budget.
+    draft = facts_of("drafter", ctx.draft_raw, ctx.checkpoint.files or ctx.draft_dir, ctx.draft_config.vocab_size)
+    target_files = ctx.target_files if ctx.target_files is not None else ctx.target_spec
+    target = facts_of("target", ctx.target_config.raw, target_files, ctx.target_config.vocab_size)
     return compare(draft, target, map_size=_map_size(ctx))
 
 
