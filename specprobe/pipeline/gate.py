@@ -29,7 +29,6 @@ from specprobe.deploy.model import Deployment, deployment_from_argv
 from specprobe.engines.spec import EngineSpec, parse_engine_spec
 from specprobe.engines.versions import engine_first
 from specprobe.findings import Finding, Report, Section, Severity, SpecprobeError
-from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, parse_config_bytes
 from specprobe.modelfiles import HubRef, HubSession, ModelFiles, ModelUnavailableError, Unavailable, hub_ref
 from specprobe.modelfiles.local import LocalFiles
 from specprobe.pipeline.check import _families, build_context, run_families
@@ -37,7 +36,7 @@ from specprobe.pipeline.lint import LintCache, lint_deployment
 from specprobe.rules import compat
 from specprobe.rules import hub as hub_rules
 from specprobe.rules import target as target_rules
-from specprobe.untrusted.files import UntrustedInputError, is_dir, is_file
+from specprobe.untrusted.files import is_dir, is_file
 
 __all__ = ["Measure", "ModelRef", "gate_deployments", "gate_paths", "lint_command", "resolve_model"]
 
@@ -89,6 +88,8 @@ class GateCache:
     """
 
     checks: dict[CheckKey, list[Finding]] = field(default_factory=dict)
+    # The drafter's context length as SGLang derives it, from the config.json the check read (None: unknown).
+    draft_contexts: dict[CheckKey, int | None] = field(default_factory=dict)
     lint: LintCache = field(default_factory=LintCache)
     check_families: list[Family] | None = None
     targets: dict[str, TargetInfo | None] = field(default_factory=dict)
@@ -191,6 +192,7 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
         report = Report(command="check")
         run_families(context, cache.families(), report)
         cached = cache.checks[key] = list(report.findings)
+        cache.draft_contexts[key] = sglang_context_length(context.draft_raw) if context.draft_raw is not None else None
         if context.draft_format is not None:
             # check has read the drafter's headers already: the matrix's classification is the same
             # detection (compat.subjects.classify_draft), so the folder is not read a second time.
@@ -201,7 +203,7 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
             # The same for the target: check read its config.json once; the matrix classifies that.
             cache.targets.setdefault(target_spec, target_from_model_config(context.target_config, target_spec))
     findings = []
-    launch = _sglang_launch(deployment, draft.files)
+    launch = _sglang_launch(deployment, cache.draft_contexts.get(key))
     for original in cached:
         finding = replace(original, evidence=list(original.evidence))
         if launch is not None and finding.rule == target_rules.MAX_POSITION.id:
@@ -216,17 +218,12 @@ def _check_draft(deployment: Deployment, draft: ModelRef, target: ModelRef | Non
 
 
 def _sglang_launch(
-    deployment: Deployment, draft: ModelFiles
+    deployment: Deployment, draft_context: int | None
 ) -> tuple[dict[str, str], str | None, int | None] | None:
     """An SGLang deployment's environment, --context-length and the draft's derived context (None: not SGLang)."""
     if deployment.engine_name != "sglang" or deployment.command is None:
         return None
     env = {**deployment.env, **deployment.command.env}
-    try:
-        raw = parse_config_bytes(draft.read_file("config.json", max_bytes=MAX_CONFIG_BYTES), "config.json").value
-        draft_context = sglang_context_length(raw)
-    except (OSError, ConfigError, UntrustedInputError, ModelUnavailableError):
-        draft_context = None
     return env, deployment.command.get("--context-length"), draft_context
 
 
