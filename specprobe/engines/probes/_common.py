@@ -294,6 +294,25 @@ def run_in_session(
     return module, session, replies, imported
 
 
+def note_shard(
+    shards: dict[tuple[str, str], Any],
+    overwritten: list[list[Any]],
+    parameter: str,
+    tensor: Any,
+    *,
+    args: typing.Sequence[Any],
+    kwargs: dict[str, Any],
+) -> None:
+    """Record that ``tensor`` (a checkpoint name) was loaded into ``parameter`` (the shard of a fused one from the
+    weight loader's arguments); the same parameter and shard loaded twice from different tensors goes to
+    ``overwritten``: the later tensor silently wins."""
+    shard = repr(args[0]) if args else repr(kwargs.get("loaded_shard_id", kwargs.get("shard_id")))
+    earlier = shards.get((parameter, shard))
+    if earlier is not None and earlier != tensor:
+        overwritten.append([parameter, earlier, tensor])
+    shards[(parameter, shard)] = tensor
+
+
 def reply(payload: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(payload, sort_keys=False))
     sys.stdout.write("\n")

@@ -252,11 +252,7 @@ class Tracker:
                     self.consumed_names.add(source)
                     self.last["tensor"] = self.last["tensor"] or source
                 tensor = getattr(tensor, "_base", None)
-            shard = repr(args[0]) if args else repr(kwargs.get("loaded_shard_id", kwargs.get("shard_id")))
-            earlier = self.shards.get((name, shard))
-            if earlier is not None and earlier != self.last["tensor"]:
-                self.overwritten.append([name, earlier, self.last["tensor"]])
-            self.shards[(name, shard)] = self.last["tensor"]
+            _common.note_shard(self.shards, self.overwritten, name, self.last["tensor"], args=args, kwargs=kwargs)
             return original(param, loaded_weight, *args, **kwargs)
 
         return weight_loader

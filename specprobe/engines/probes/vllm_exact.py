@@ -248,12 +248,7 @@ class Tracker:
                 if id(tensor) in self.tensor_names:
                     self.last["tensor"] = self.tensor_names[id(tensor)]
                 tensor = getattr(tensor, "_base", None)
-            # The same parameter (and shard of a fused one) loaded twice: the later tensor silently wins.
-            shard = repr(args[0]) if args else repr(kwargs.get("loaded_shard_id", kwargs.get("shard_id")))
-            earlier = self.shards.get((name, shard))
-            if earlier is not None and earlier != self.last["tensor"]:
-                self.overwritten.append([name, earlier, self.last["tensor"]])
-            self.shards[(name, shard)] = self.last["tensor"]
+            _common.note_shard(self.shards, self.overwritten, name, self.last["tensor"], args=args, kwargs=kwargs)
             return original(param, loaded_weight, *args, **kwargs)
 
         return weight_loader
