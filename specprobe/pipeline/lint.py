@@ -452,21 +452,20 @@ def lint_deployment(
     schema, snapshot_note = cache.snapshot(command.engine, version)
 
     def lint() -> LintResult:
+        target_path = deployment.resolve_path(deployment.target or command.model)
         if command.engine == "vllm":
             linted = LintResult()
             _lint_vllm(command, schema, linted)
             linted.findings.extend(launch_classes.run_vllm(command, version or schema.version))
         else:
-            target_path = deployment.resolve_path(deployment.target or command.model)
             local_target: Path | str | ModelFiles | None = (
                 target_path if target_path is not None and exists(target_path) else command.model
             )
             if target_files is not None:
                 local_target = target_files  # read where it is (a hub target through the run's reader)
             linted = _lint_sglang(command, schema, version, local_target)
-        mtp_target = deployment.resolve_path(deployment.target or command.model)
         linted.findings.extend(
-            launch_classes.run_mtp_target(command.engine, version or schema.version, linted.method, mtp_target)
+            launch_classes.run_mtp_target(command.engine, version or schema.version, linted.method, target_path)
         )
         return linted
 
