@@ -37,9 +37,9 @@ from typing import Any
 
 import torch
 
-from specprobe.smoke.dumps import DumpExpectation, list_dump
+from specprobe.smoke.dumps import DumpExpectation, iter_samples, list_dump
 from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter
-from specprobe.smoke.offline import replay_dump
+from specprobe.smoke.offline import _batches, _rows_of, replay_dump, replay_rows
 from tests.smoke.dump_writer import sample_path, save_record
 
 SIZES: dict[str, dict[str, int]] = {
@@ -117,6 +117,57 @@ def floor(drafter: Eagle3Drafter, *, batch: int, k: int, tokens_per_round: float
     return out
 
 
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def breakdown(drafter: Eagle3Drafter, folder: Any, expect: DumpExpectation, args: argparse.Namespace) -> dict:
+    """Where a warm run's time goes: reading and checking the files alone (the second thread's work),
+    copying one batch's states to the device, and replaying that batch with its data already read."""
+    out: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    count = sum(1 for _ in iter_samples(folder, list(folder.files), expect, []))
+    out["read_all_seconds"] = round(time.perf_counter() - t0, 3)
+    out["read_samples"] = count
+    files = list(folder.files)[: args.batch_size]
+    samples = iter_samples(folder, files, expect, [])
+    rows = [row for i, sample in enumerate(samples) for row in _rows_of(sample, i, args.k)]
+    batch = next(_batches(iter(rows), args.batch_size))
+    dtype = next(drafter.parameters()).dtype
+    _sync(args.device)
+    t0 = time.perf_counter()
+    for row in batch:
+        row.aux.to(device=args.device, dtype=dtype)
+    _sync(args.device)
+    out["copy_batch_seconds"] = round(time.perf_counter() - t0, 3)
+    # The batch with its states on the device already: replay_rows' own copy is then device-to-device.
+    on_device = [type(r)(r.sample, r.tokens, r.aux.to(device=args.device, dtype=dtype), r.start, r.end) for r in batch]
+    rounds = []
+    for _ in range(2):
+        _sync(args.device)
+        t0 = time.perf_counter()
+        results = replay_rows(drafter, on_device, args.k, device=args.device)
+        _sync(args.device)
+        rounds.append(time.perf_counter() - t0)
+    drafts = sum(d for d, _a, _p in results)
+    out["replay_batch_seconds"] = [round(x, 3) for x in rounds]
+    out["replay_batch_rounds"] = max(d for d, _a, _p in results)
+    out["replay_ms_per_round"] = round(1e3 * rounds[-1] / max(1, out["replay_batch_rounds"]), 3)
+    out["replay_batch_drafts"] = drafts
+    if args.device.startswith("cuda") and args.profile_dir:
+        from torch.profiler import ProfilerActivity, profile  # only for --profile-dir
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            replay_rows(drafter, on_device, args.k, device=args.device)
+            _sync(args.device)
+        table = prof.key_averages()
+        Path(args.profile_dir).mkdir(parents=True, exist_ok=True)
+        (Path(args.profile_dir) / "by_cuda.txt").write_text(table.table(sort_by="cuda_time_total", row_limit=40))
+        (Path(args.profile_dir) / "by_cpu.txt").write_text(table.table(sort_by="self_cpu_time_total", row_limit=40))
+    return out
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     size = SIZES[args.size]
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}[args.dtype]
@@ -161,6 +212,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             runs.append(entry)
             print(json.dumps(entry), flush=True)
         result["runs"] = runs
+        if args.breakdown:
+            result["breakdown"] = breakdown(drafter, folder, expect, args)
         warm = runs[-1]
         per_round = warm["mean_acceptance_length"] or 1.0
         slots = args.prompt + 2 * args.k * (args.response / per_round) / 2  # mean slots attended
@@ -189,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accept", choices=("pattern", "random"), default="pattern")
     parser.add_argument("--dump-dir", help="keep the synthetic dump here (default: a temporary folder, removed)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time reading alone, one batch's copy to the device and its replay alone")
+    parser.add_argument("--profile-dir", help="with --breakdown on a GPU: torch profiler tables of one batch here")
     args = parser.parse_args(argv)
     result = run(args)
     warm = result["runs"][-1]

@@ -86,6 +86,19 @@ def test_replay_counts_equal_the_online_reference_per_prompt(pair: dict[str, Any
         assert length <= 1.2  # the shuffled d2t: nothing right but by chance
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_the_gpu_attention_path_gives_the_same_counts(pair: dict[str, Any], tmp_path: Path, k: int) -> None:
+    """`--device cuda` replays with query heads stacked per key/value head (``grouped_attention``) instead of
+    the reference's expanded keys; run on the CPU in float32, it still gives the online run's counts."""
+    drafter, online, dump = _online_and_dump(pair, "draft", k, k, tmp_path / "dump")
+    assert drafter.cfg.num_attention_heads > drafter.cfg.num_key_value_heads  # the path under test runs
+    drafter.grouped_attention = True
+    counts = _replay(drafter, dump, k)
+    assert counts.drafts == online.drafts
+    assert counts.accepted == online.accepted
+    assert counts.per_pos == online.accepted_per_pos
+
+
 def test_dump_of_the_generated_tokens_alone_is_within_one_percent(pair: dict[str, Any], tmp_path: Path) -> None:
     """The CLI on a dump of exactly the online run's tokens (no extra), with the target's embedding read
     from --target (the demo drafter has none of its own)."""
