@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 
+from specprobe.smoke import offline
 from specprobe.smoke.dumps import DumpExpectation, iter_samples, list_dump
 from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter
 from specprobe.smoke.offline import _batches, _rows_of, replay_dump, replay_rows
@@ -187,7 +188,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         folder = list_dump(dump_root)
         expect = DumpExpectation(size["hidden"], 3, size["vocab"])
         runs = []
-        for label in ("cold", "warm"):
+        settings = [value == "on" for value in args.device_reads.split(",")]
+        plan = [("cold", settings[0])] + [("warm", setting) for setting in settings]
+        for label, setting in plan:
+            offline.DEVICE_READS = setting
             if args.device.startswith("cuda"):
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
@@ -199,6 +203,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             drafts, accepted = sum(counts.drafts), sum(counts.accepted)
             entry = {
                 "run": label,
+                "device_reads": setting,
                 "seconds": round(seconds, 3),
                 "data_tokens": totals["data_tokens"],
                 "data_tokens_per_s": round(totals["data_tokens"] / seconds, 1),
@@ -214,7 +219,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["runs"] = runs
         if args.breakdown:
             result["breakdown"] = breakdown(drafter, folder, expect, args)
-        warm = runs[-1]
+        warm = runs[1]
         per_round = warm["mean_acceptance_length"] or 1.0
         slots = args.prompt + 2 * args.k * (args.response / per_round) / 2  # mean slots attended
         result["floor"] = floor(drafter, batch=args.batch_size, k=args.k, tokens_per_round=per_round, slots=slots,
@@ -242,12 +247,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accept", choices=("pattern", "random"), default="pattern")
     parser.add_argument("--dump-dir", help="keep the synthetic dump here (default: a temporary folder, removed)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--device-reads", default="on",
+                        help="on,off: warm runs with the GPU copy and check on the reading thread, and without")
     parser.add_argument("--breakdown", action="store_true",
                         help="also time reading alone, one batch's copy to the device and its replay alone")
     parser.add_argument("--profile-dir", help="with --breakdown on a GPU: torch profiler tables of one batch here")
     args = parser.parse_args(argv)
     result = run(args)
-    warm = result["runs"][-1]
+    warm = result["runs"][1]
     fl = result["floor"]
     print(f"{args.size} drafter ({result['drafter_bytes'] / 1e9:.2f} GB {args.dtype}) on {fl['device_name']}, "
           f"batch {args.batch_size}, K={args.k}: {warm['data_tokens_per_s']:.0f} data tokens/s warm "

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from specprobe.smoke.dumps import (
     DumpFolder,
     DumpFormat,
     DumpSample,
+    check_finite,
     iter_samples,
     list_dump,
     read_sample,
@@ -426,9 +427,19 @@ def replay_dump(
     """Replay every sample; per-sample counts and how many samples, tokens and response tokens were read."""
     counts = ReplayCounts(k)
     totals = {"samples": 0, "data_tokens": 0, "response_tokens": 0, "unmarked_samples": 0}
+    on_gpu = device.startswith("cuda") and DEVICE_READS
+    copy_stream = torch.cuda.Stream(device) if on_gpu else None  # type: ignore[no-untyped-call]  # unannotated
+    read_expect = expect if copy_stream is None else replace(expect, check_finite=False)
 
     def rows() -> Iterator[Row]:
-        for sample in iter_samples(dump, files, expect, problems):
+        for read in iter_samples(dump, files, read_expect, problems):
+            sample = read
+            if copy_stream is not None:
+                try:
+                    sample = _on_device(read, device, next(drafter.parameters()).dtype, copy_stream)
+                except DumpError as exc:
+                    problems.append(exc)
+                    continue
             index = counts.add_sample()
             totals["samples"] += 1
             totals["data_tokens"] += sample.length
@@ -438,8 +449,8 @@ def replay_dump(
                 progress(sample.length)
             yield from _rows_of(sample, index, k)
 
-    # The next batch is read and checked (files, decompression, finiteness) on a second thread while
-    # this one replays: torch releases the GIL in both.
+    # The next batch is read and checked (files, decompression, finiteness; on a GPU also copied there)
+    # on a second thread while this one replays: torch releases the GIL in both.
     with ThreadPoolExecutor(max_workers=1) as reader:
         batches = _batches(rows(), batch_size)
         pending = reader.submit(next, batches, None)
@@ -447,6 +458,21 @@ def replay_dump(
             pending = reader.submit(next, batches, None)
             _count(counts, batch, replay_rows(drafter, batch, k, device=device))
     return counts, totals
+
+
+# On a GPU the reading thread also copies each sample's states to the device (on its own stream) and
+# checks them there: the copy then overlaps the replay of the batch before instead of stalling it, and
+# the finiteness check is a pass over device memory. Off: the copy happens in ``replay_rows``.
+DEVICE_READS = True
+
+
+def _on_device(sample: DumpSample, device: str, dtype: torch.dtype, stream: Any) -> DumpSample:
+    with torch.cuda.stream(stream):
+        aux = sample.aux_hidden.to(device=device, dtype=dtype)
+        check_finite(aux, sample.name)  # reads its verdict back: the copy on this stream is complete
+    # Freed later by the replaying thread, whose stream must be done with it before the memory is reused.
+    aux.record_stream(torch.cuda.default_stream(torch.device(device)))
+    return replace(sample, aux_hidden=aux)
 
 
 def _count(counts: ReplayCounts, batch: list[Row], results: list[tuple[int, int, list[int]]]) -> None:
