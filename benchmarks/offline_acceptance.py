@@ -188,6 +188,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         folder = list_dump(dump_root)
         expect = DumpExpectation(size["hidden"], 3, size["vocab"])
         runs = []
+        offline.READ_THREADS = args.read_threads
         settings = [value == "on" for value in args.device_reads.split(",")]
         plan = [("cold", settings[0])] + [("warm", setting) for setting in settings]
         for label, setting in plan:
@@ -247,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accept", choices=("pattern", "random"), default="pattern")
     parser.add_argument("--dump-dir", help="keep the synthetic dump here (default: a temporary folder, removed)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--read-threads", type=int, default=offline.READ_THREADS,
+                        help="files read, copied and checked at once with --device-reads on (GPU)")
     parser.add_argument("--device-reads", default="on",
                         help="on,off: warm runs with the GPU copy and check on the reading thread, and without")
     parser.add_argument("--breakdown", action="store_true",

@@ -12,11 +12,14 @@ data's next tokens are what the target would verify, so the figure is the drafte
 
 from __future__ import annotations
 
+import collections
+import itertools
 import math
 import sys
+import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -428,18 +431,23 @@ def replay_dump(
     counts = ReplayCounts(k)
     totals = {"samples": 0, "data_tokens": 0, "response_tokens": 0, "unmarked_samples": 0}
     on_gpu = device.startswith("cuda") and DEVICE_READS
-    copy_stream = torch.cuda.Stream(device) if on_gpu else None  # type: ignore[no-untyped-call]  # unannotated
-    read_expect = expect if copy_stream is None else replace(expect, check_finite=False)
+    read_expect = replace(expect, check_finite=False) if on_gpu else expect
+
+    def samples() -> Iterator[DumpSample]:
+        if not on_gpu:
+            yield from iter_samples(dump, files, read_expect, problems)
+            return
+        dtype = next(drafter.parameters()).dtype
+        for sample, error in _read_to_device(dump, files, read_expect, device, dtype):
+            if error is not None:
+                if error.kind in ("mismatch", "last-layer-only"):
+                    raise error
+                problems.append(error)
+            elif sample is not None:
+                yield sample
 
     def rows() -> Iterator[Row]:
-        for read in iter_samples(dump, files, read_expect, problems):
-            sample = read
-            if copy_stream is not None:
-                try:
-                    sample = _on_device(read, device, next(drafter.parameters()).dtype, copy_stream)
-                except DumpError as exc:
-                    problems.append(exc)
-                    continue
+        for sample in samples():
             index = counts.add_sample()
             totals["samples"] += 1
             totals["data_tokens"] += sample.length
@@ -464,6 +472,38 @@ def replay_dump(
 # checks them there: the copy then overlaps the replay of the batch before instead of stalling it, and
 # the finiteness check is a pass over device memory. Off: the copy happens in ``replay_rows``.
 DEVICE_READS = True
+
+
+# Files read, copied and checked at once on a GPU replay (in file order): one thread paging a
+# memory-mapped sample in and copying it from pageable memory moved about 2.4 GB/s on an H100 host,
+# below what the replay consumes.
+READ_THREADS = 4
+
+
+def _read_to_device(
+    dump: DumpFolder, files: list[Path], expect: DumpExpectation, device: str, dtype: torch.dtype
+) -> Iterator[tuple[DumpSample | None, DumpError | None]]:
+    """Each file's sample on the device (or its error), in file order, at most 2 x READ_THREADS ahead."""
+    local = threading.local()
+
+    def load(path: Path) -> tuple[DumpSample | None, DumpError | None]:
+        if not hasattr(local, "stream"):
+            local.stream = torch.cuda.Stream(device)  # type: ignore[no-untyped-call]  # unannotated
+        try:
+            return _on_device(read_sample(dump, path, expect), device, dtype, local.stream), None
+        except DumpError as exc:
+            return None, exc
+
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+        pending: collections.deque[Future[tuple[DumpSample | None, DumpError | None]]] = collections.deque()
+        queue = iter(files)
+        for path in itertools.islice(queue, 2 * READ_THREADS):
+            pending.append(pool.submit(load, path))
+        while pending:
+            result = pending.popleft().result()
+            for path in itertools.islice(queue, 1):
+                pending.append(pool.submit(load, path))
+            yield result
 
 
 def _on_device(sample: DumpSample, device: str, dtype: torch.dtype, stream: Any) -> DumpSample:

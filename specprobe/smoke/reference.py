@@ -236,7 +236,10 @@ class GraphedSteps:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            with torch.cuda.graph(graph):
+            # thread_local: the offline replay's reading thread copies and checks the next batch on its own
+            # stream while this thread captures; under the default (global) mode its synchronising check
+            # is refused ("operation not permitted when stream is capturing"). This thread stays bound.
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 outputs = self.fn(*static)
         except RuntimeError as exc:  # an operation that cannot be captured: stay eager, say why
             self.graphs = False
