@@ -135,8 +135,9 @@ def test_hub_target_gives_the_local_figure_reading_only_its_tensors(pair: dict[s
     local = _smoke(pair, str(pair["target"]), env)
     assert local.code == 0, local.stderr
     assert hub.served.requests == []
-    online = _smoke(pair, REPO, env)
+    online = _smoke(pair, REPO, {**env, "HF_TOKEN": TOKEN})
     assert online.code == 0, online.stderr
+    assert {auth for method, _, auth in hub.served.requests} == {"bearer"}  # sent, as huggingface_hub sends it
     for key in FIGURES:
         assert online.report[key] == local.report[key], key
     assert isinstance(local.report["target_check"], dict) and local.report["target_check"]["agreement"] > 0.9
@@ -163,6 +164,8 @@ def test_hub_target_gives_the_local_figure_reading_only_its_tensors(pair: dict[s
     # The kept tensors are under specprobe's hub cache, named by hashes, never in the user's folders.
     kept = list((pair["home"] / "specprobe-hub").rglob("tensors/*"))
     assert len(kept) == 3 and all("embed" not in p.name for p in kept)
+    for path in (pair["home"] / "specprobe-hub").rglob("*"):
+        assert TOKEN not in str(path) and (not path.is_file() or TOKEN.encode() not in path.read_bytes())
     assert sorted(p.name for p in pair["target"].iterdir()) == sorted(p.name for p in (hub.root / REPO).iterdir())
 
 
