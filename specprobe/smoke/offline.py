@@ -526,10 +526,14 @@ def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
     expect = DumpExpectation(cfg.target_hidden_size, len(cfg.aux_layer_ids), drafter.embed_tokens.num_embeddings)
     files = select_files(dump, options.max_samples, options.seed)
     head_check: dict[str, Any] | None = None
-    head = target_head(facts.reader, options.max_target_tensor_bytes) if facts.reader is not None else None
-    if head is not None:
+    if facts.reader is not None:
         try:
-            head_check = check_same_target(_first_samples(dump, files, expect), head)
+            first = _first_samples(dump, files, expect)
+            # The head is read (from the hub: a vocabulary x hidden tensor) only where there are states to
+            # put through it.
+            head = target_head(facts.reader, options.max_target_tensor_bytes) if any(
+                sample.last_hidden is not None for sample in first) else None
+            head_check = check_same_target(first, head) if head is not None else None
         except DumpError as exc:
             report.add(_dump_finding(exc))
             return {}

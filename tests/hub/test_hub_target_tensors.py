@@ -273,3 +273,33 @@ def test_a_target_in_the_hugging_face_cache_is_read_there(pair: dict[str, Any], 
         assert cached.report[key] == local.report[key], key
     assert hub.served.requests == []
     assert not list((pair["home"] / "specprobe-hub").rglob("tensors/*")), "read from the HF cache, not kept again"
+
+
+def test_without_last_layer_states_only_the_embedding_travels(tmp_path: Path, pair: dict[str, Any],
+                                                              hub: HubServer) -> None:
+    """A dump without the target's last-layer states has nothing to put through its head: of the target,
+    only config.json, the index, one header and the embedding are read."""
+    headless = tmp_path / "headless"
+    for index, path in enumerate(sorted(pair["dump"].rglob("data_*.ckpt"))):
+        record = torch.load(path, weights_only=True)
+        del record["hidden_state"]
+        save_record(record, sample_path(headless, index))
+    run = specprobe(["smoke", "--draft", str(pair["draft"]), "--hidden-states", str(headless), "--target", REPO,
+                     "-k", "3", "--format", "json", "--no-progress"], hub_env(hub.url, pair["home"]), timeout=300)
+    assert run.code == 0, run.stderr
+    assert run.report["target_check"] == "no last-layer states in the dump or head in the target"
+    assert hub.served.bytes_by_repo[REPO] == _wanted_bytes(pair["target"], ["model.embed_tokens.weight"])
+
+
+def test_a_hub_whose_listing_gives_no_sizes(pair: dict[str, Any], hub: HubServer) -> None:
+    """Shard sizes learnt from the Range answers (Content-Range), kept for the offline re-run."""
+    publish(hub.root, "org/nosizes", pair["target"], {"listing_sizes": False})
+    env = hub_env(hub.url, pair["home"])
+    local, online = _smoke(pair, str(pair["target"]), env), _smoke(pair, "org/nosizes", env)
+    assert online.code == 0, online.stderr
+    hub.served.reset()
+    offline = _smoke(pair, "org/nosizes", {**env, "HF_HUB_OFFLINE": "1"})
+    assert offline.code == 0, offline.stderr
+    for key in FIGURES:
+        assert online.report[key] == local.report[key] == offline.report[key], key
+    assert hub.served.requests == []
