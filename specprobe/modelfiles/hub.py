@@ -342,6 +342,8 @@ class HubFiles(ModelFiles):
             raise TensorReadError(
                 f"{key} of {self.describe()} is {length} bytes, above the {max_bytes}-byte limit of this read"
             )
+        if length == 0:
+            return bytearray()  # an empty tensor: no Range can ask for zero bytes
         with self._lock:
             path = self._cache_path("tensors", f"{name}\0{key}", f"-{begin}-{length}")
             kept = _read_exactly(path, length)

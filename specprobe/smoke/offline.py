@@ -38,7 +38,6 @@ from specprobe.modelfiles import (
     TensorReadError,
     locate,
 )
-from specprobe.modelfiles.tensors import EMBEDDING_NAMES, HEAD_NAMES, NORM_NAMES
 from specprobe.rules import smoke as smoke_rules
 from specprobe.smoke.dumps import (
     DumpError,
@@ -59,11 +58,6 @@ from specprobe.untrusted.files import UntrustedInputError
 # Rounds between two host reads of "is any row still drafting": rows that finished run masked rounds
 # until then, which costs less than a device sync per round.
 CHECK_EVERY = 8
-
-# Where a target's input embedding, final norm and output head live (the hub reader's name lists).
-EMBEDDING_KEYS = EMBEDDING_NAMES
-NORM_KEYS = NORM_NAMES
-HEAD_KEYS = HEAD_NAMES
 
 
 @dataclass(frozen=True)
