@@ -307,22 +307,23 @@ class TensorReader:
         return self._config
 
     def tied(self) -> bool:
-        """Whether the output head is the input embedding: config.json's ``tie_word_embeddings`` (at the top
-        level, else in the text model's part of a multimodal config), true where it is not written, as
-        transformers' ``PretrainedConfig`` defaults it."""
+        """Whether config.json ties the output head to the input embedding (``tie_word_embeddings: true`` at
+        the top level, else in the text model's part of a multimodal config). Where it says nothing the
+        head is not taken to be the embedding: config classes disagree on the default (Llama's is false),
+        and a head that is not the model's would make its own states look like another model's."""
         config = self.config()
         text = config.get("text_config")
         for part in (config, text if isinstance(text, dict) else {}):
             if "tie_word_embeddings" in part:
                 return part["tie_word_embeddings"] is True
-        return True
+        return False
 
     def embedding(self) -> TensorLocation | None:
         return self.locate(EMBEDDING_NAMES, EMBEDDING_SUFFIX)
 
     def output_head(self) -> TensorLocation | None:
-        """The lm_head, or the input embedding where no lm_head is stored and config.json does not untie them
-        (an untied model without its lm_head has no head to read: None)."""
+        """The lm_head, or the input embedding where no lm_head is stored and config.json ties them; None
+        where there is neither."""
         head = self.locate(HEAD_NAMES)
         if head is None and self.tied():
             return self.embedding()
