@@ -249,6 +249,12 @@ def test_a_refused_target_is_one_line_with_exit_2(pair: dict[str, Any], hub: Hub
     assert hub.served.whole_weight_files() == []
 
 
+def test_a_missing_revision_is_one_line(pair: dict[str, Any], hub: HubServer) -> None:
+    run = _smoke(pair, f"{REPO}@no-such-branch", hub_env(hub.url, pair["home"]))
+    assert run.code == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert "has no revision 'no-such-branch'" in run.stderr and "Traceback" not in run.stderr
+
+
 def test_offline_without_the_cache_is_one_line(pair: dict[str, Any], hub: HubServer) -> None:
     run = _smoke(pair, REPO, hub_env(hub.url, pair["home"], HF_HUB_OFFLINE="1"))
     assert run.code == 2 and "HF_HUB_OFFLINE" in run.stderr, run.stderr
