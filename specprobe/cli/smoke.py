@@ -15,6 +15,10 @@ import typer
 from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
 from specprobe.findings import SpecprobeError
 
+# The default of --max-target-tensor-bytes: specprobe.modelfiles.tensors.DEFAULT_MAX_TENSOR_BYTES, written
+# out here so that `smoke --help` imports no reader (a test keeps the two equal).
+DEFAULT_MAX_TENSOR_BYTES = 4 * 1024**3
+
 
 class Backend(StrEnum):
     REFERENCE = "reference"
@@ -65,7 +69,12 @@ def smoke(
         bool, typer.Option("--no-reference", help="With --serve: measure the engine only, no reference backend.")
     ] = False,
     target: Annotated[
-        str | None, typer.Option("--target", help="Target folder or hub id (the model the drafter serves).")
+        str | None,
+        typer.Option(
+            "--target",
+            help="Target folder or hub id OWNER/NAME[@REVISION] (the model the drafter serves). With --hidden-states "
+            "only its config.json and the few tensors used are read (embedding, final norm, lm_head), alone.",
+        ),
     ] = None,
     draft: Annotated[Path | None, typer.Option("--draft", help="Drafter checkpoint folder.")] = None,
     backend: Annotated[
@@ -116,6 +125,14 @@ def smoke(
         int | None,
         typer.Option("--batch-size", help="With --hidden-states: samples replayed together (default 16 CPU, 64 GPU)."),
     ] = None,
+    max_target_tensor_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-target-tensor-bytes",
+            help="With --hidden-states: the most bytes one tensor read from --target may take (default 4 GiB: "
+            "a bf16 embedding of 163840 x 7168 is 2.35 GB).",
+        ),
+    ] = DEFAULT_MAX_TENSOR_BYTES,
     fmt: FormatOption = None,
     output: OutputOption = None,
     strict: StrictOption = False,
@@ -138,6 +155,7 @@ def smoke(
             batch_size=batch_size,
             min_acceptance_length=min_acceptance_length,
             progress=not no_progress,
+            max_target_tensor_bytes=max_target_tensor_bytes,
         )
         emit(run_offline(offline_options), fmt, output, strict=strict)
         return

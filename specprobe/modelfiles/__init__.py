@@ -2,8 +2,9 @@
 hub repository already in the local Hugging Face cache.
 
 ``locate`` turns what a user or a deployment wrote into ``ModelFiles``; check, lint, gate, fix, exact
-mode and matrix all read drafters and targets through it, so that every command accepts the same
-forms and reads them within the same bounds. ``resolve_config_path`` finds a target's config.json through
+mode, matrix and smoke --hidden-states all read drafters and targets through it, so that every command accepts the same
+forms and reads them within the same bounds. ``TensorReader`` reads single tensors of a located model
+(a target's embedding or head, alone). ``resolve_config_path`` finds a target's config.json through
 it.
 """
 
@@ -14,12 +15,14 @@ from pathlib import Path
 
 from specprobe.findings import SpecprobeError
 from specprobe.hfconfig import MAX_CONFIG_BYTES, hub_cache_dir
-from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, Unavailable
+from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, TensorReadError, Unavailable
 from specprobe.modelfiles.hub import HUB_POLICIES, HubFiles, HubRef, HubSession, parse_hub_ref
 from specprobe.modelfiles.local import LocalFiles
+from specprobe.modelfiles.tensors import DEFAULT_MAX_TENSOR_BYTES, TensorLocation, TensorReader
 from specprobe.untrusted.files import UntrustedInputError, exists, expand_user, is_dir, is_file
 
 __all__ = [
+    "DEFAULT_MAX_TENSOR_BYTES",
     "HUB_POLICIES",
     "HubFiles",
     "HubRef",
@@ -27,6 +30,9 @@ __all__ = [
     "LocalFiles",
     "ModelFiles",
     "ModelUnavailableError",
+    "TensorLocation",
+    "TensorReadError",
+    "TensorReader",
     "Unavailable",
     "hub_ref",
     "locate",

@@ -42,6 +42,15 @@ class ModelUnavailableError(SpecprobeError):
         self.kind = kind
 
 
+class TensorReadError(SpecprobeError):
+    """One tensor of a model that cannot be located or read; the message is one line. ``kind`` says why
+    where the hub is the cause (access, not examined, off), None where the model's own files are."""
+
+    def __init__(self, message: str, kind: Unavailable | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class ModelFiles(ABC):
     """The files of one model at one version; every read is bounded and nothing is ever executed."""
 
@@ -72,6 +81,20 @@ class ModelFiles(ABC):
     @abstractmethod
     def read_range(self, name: str, begin: int, length: int) -> bytes:
         """``length`` bytes of ``name`` from offset ``begin``; OSError when they cannot be read."""
+
+    def tensor_reads(self) -> ModelFiles:
+        """These files as read to locate single tensors (shard index, headers): the same files, charged
+        to their own budget on the hub (see ``specprobe.modelfiles.tensors``)."""
+        return self
+
+    def read_tensor_data(self, name: str, begin: int, length: int, *, max_bytes: int, key: str) -> bytearray:
+        """``length`` bytes of ``name`` from ``begin``: one whole tensor (``key`` names it), which may be
+        gigabytes; TensorReadError above ``max_bytes``, OSError when the file cannot be read. Shorter at
+        the end of a file that ends early (the caller says so)."""
+        if length > max_bytes:
+            raise TensorReadError(f"{key} of {self.describe()} is {length} bytes, above the {max_bytes}-byte limit of "
+                                  "this read")
+        return bytearray(self.read_range(name, begin, length))
 
     def local_path(self, name: str) -> Path | None:
         """A path on this machine holding the whole of ``name`` once it has been read (for readers that

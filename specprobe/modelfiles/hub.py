@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import os
 import re
@@ -30,13 +31,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote
 
 from specprobe.hfconfig import MAX_CONFIG_BYTES, hub_cache_dir
-from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, Unavailable
+from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, TensorReadError, Unavailable
 from specprobe.modelfiles.local import LocalFiles
-from specprobe.untrusted.files import UntrustedInputError, is_dir, parse_json, read_bounded
+from specprobe.untrusted.files import UntrustedInputError, is_dir, open_regular, parse_json, read_bounded
 
 # A hub id is "name" or "owner/name" of the characters the hub allows; a revision (branch, tag, commit,
 # "refs/pr/1") follows an "@".
@@ -64,6 +65,15 @@ MAX_CONCURRENT_REPOS = 8
 # Network failures in a row after which a run stops asking the same endpoint (a hub that is down or
 # hanging costs one timeout per worker, not one per repository).
 MAX_NETWORK_FAILURES = 3
+# What locating single tensors (``specprobe.modelfiles.tensors``: a target's embedding, final norm, lm_head)
+# reads of one repository, apart from the budget above: its shard index whole (~100 bytes per tensor: 10-15
+# MB for the largest public checkpoints) and the header of each shard that holds a wanted tensor (two
+# Range requests each). The tensors' own bytes have a budget per read, which its caller sets.
+MAX_LOCATE_BYTES = 32 * 1024 * 1024
+MAX_LOCATE_REQUESTS = 48
+# A tensor read may take 2 x the timeout plus its length at this rate (1 MiB/s: a 2.3 GB embedding may take
+# 37 minutes); a stalled answer is cut by the per-request timeout long before.
+MIN_TENSOR_RATE = 1024 * 1024
 # Default seconds one request may wait for the hub (SPECPROBE_HUB_TIMEOUT overrides).
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -236,6 +246,8 @@ def _classify(status: int, error_code: str | None, ref: HubRef) -> _HubError:
 class _Budget:
     bytes_left: int = MAX_REPO_BYTES
     requests_left: int = MAX_REPO_REQUESTS
+    # How a refusal names this budget.
+    what: str = f"{MAX_REPO_BYTES}-byte, {MAX_REPO_REQUESTS}-request budget specprobe spends on one hub repository"
 
 
 class HubFiles(ModelFiles):
@@ -254,6 +266,11 @@ class HubFiles(ModelFiles):
         self._whole: dict[str, bytes] = {}
         self._ranges: dict[str, list[tuple[int, bytes]]] = {}
         self._budget = _Budget()
+        self._locate_budget = _Budget(
+            MAX_LOCATE_BYTES, MAX_LOCATE_REQUESTS,
+            f"{MAX_LOCATE_BYTES}-byte, {MAX_LOCATE_REQUESTS}-request budget specprobe spends locating single "
+            "tensors of one hub repository",
+        )
         self._lock = threading.RLock()
         self.warmed: set[str] = set()
         self._sizes_learned = False
@@ -264,6 +281,12 @@ class HubFiles(ModelFiles):
         return dict(self._files)
 
     def read_file(self, name: str, *, max_bytes: int) -> bytes:
+        return self._read_whole(name, max_bytes, self._budget)
+
+    def read_range(self, name: str, begin: int, length: int) -> bytes:
+        return self._read_span(name, begin, length, self._budget)
+
+    def _read_whole(self, name: str, max_bytes: int, budget: _Budget) -> bytes:
         with self._lock:
             if name in self._whole:
                 return self._whole[name]
@@ -275,13 +298,13 @@ class HubFiles(ModelFiles):
             path = self._cache_path("files", name)
             data = self._cached(path, max_bytes)
             if data is None:
-                data = self._fetch_or_oserror(name, None, max_bytes)
+                data = bytes(self._fetch_or_oserror(name, None, max_bytes, budget))
                 self.session.cache_write(path, data)
                 self._learn_size(name, len(data))
             self._whole[name] = data
             return data
 
-    def read_range(self, name: str, begin: int, length: int) -> bytes:
+    def _read_span(self, name: str, begin: int, length: int, budget: _Budget) -> bytes:
         with self._lock:
             if name in self._whole:
                 return self._whole[name][begin : begin + length]
@@ -299,12 +322,54 @@ class HubFiles(ModelFiles):
             path = self._cache_path("ranges", name, f"-{begin}-{length}")
             data = self._cached(path, length)
             if data is None:
-                data = self._fetch_or_oserror(name, (begin, length), length)
+                data = bytes(self._fetch_or_oserror(name, (begin, length), length, budget))
                 # Kept under the span it turned out to be (shorter at the end of a file whose size the
                 # listing did not give), which is the span a later run, knowing the size, asks for.
                 self.session.cache_write(self._cache_path("ranges", name, f"-{begin}-{len(data)}"), data)
             self._ranges.setdefault(name, []).append((begin, data))
             return data
+
+    # -- single tensors ----------------------------------------------------------------------------------
+
+    def tensor_reads(self) -> ModelFiles:
+        return _LocatingReads(self)
+
+    def read_tensor_data(self, name: str, begin: int, length: int, *, max_bytes: int, key: str) -> bytearray:
+        """One tensor's bytes by one Range request, streamed into memory and kept in specprobe's hub cache
+        under the commit and a hash of ``name`` and ``key`` (the tensor's name), so that an offline re-run
+        reads them from there; within ``max_bytes`` (the caller's budget, not the repository's)."""
+        if length > max_bytes:
+            raise TensorReadError(
+                f"{key} of {self.describe()} is {length} bytes, above the {max_bytes}-byte limit of this read"
+            )
+        if length == 0:
+            return bytearray()  # an empty tensor: no Range can ask for zero bytes
+        with self._lock:
+            path = self._cache_path("tensors", f"{name}\0{key}", f"-{begin}-{length}")
+            kept = _read_exactly(path, length)
+            if kept is not None:
+                return kept
+            if self.session.offline:
+                raise TensorReadError(
+                    f"HF_HUB_OFFLINE is set and {key} of {self.ref.repo_id}@{self._commit[:12]} is not in specprobe's "
+                    f"hub cache ({self.session.cache_root}); run once with the hub reachable to fill it",
+                    Unavailable.NOT_EXAMINED,
+                )
+            budget = _Budget(length, 1, f"{max_bytes}-byte limit of this tensor read")
+            into = bytearray(length)
+            try:
+                received = self.session.fetch(
+                    self.ref, self._commit, name, (begin, length), length, budget, self._files.get(name),
+                    lambda total: self._learn_size(name, total), into=into,
+                    deadline_s=2 * self.session.timeout_s + length / MIN_TENSOR_RATE,
+                )
+            except _HubError as exc:
+                kind = exc.kind if exc.kind is not None else Unavailable.NOT_EXAMINED
+                raise TensorReadError(f"{key} of {self.ref}: {exc.reason}", kind) from None
+            if len(received) != length:
+                return bytearray(received)  # the file ends early: the caller says the tensor is cut short
+            self.session.cache_write(path, into)
+            return into
 
     def _learn_size(self, name: str, total: int) -> None:
         # A hub whose listing gives no sizes still tells a file's size in each Range answer; the header
@@ -412,7 +477,9 @@ class HubFiles(ModelFiles):
         except (OSError, UntrustedInputError):
             return None
 
-    def _fetch_or_oserror(self, name: str, span: tuple[int, int] | None, max_bytes: int) -> bytes:
+    def _fetch_or_oserror(
+        self, name: str, span: tuple[int, int] | None, max_bytes: int, budget: _Budget
+    ) -> bytes | bytearray:
         if self.session.offline:
             raise _HubOSError(
                 _HubError(
@@ -424,11 +491,59 @@ class HubFiles(ModelFiles):
             )
         try:
             return self.session.fetch(
-                self.ref, self._commit, name, span, max_bytes, self._budget, self._files.get(name),
+                self.ref, self._commit, name, span, max_bytes, budget, self._files.get(name),
                 lambda total: self._learn_size(name, total),
             )
         except _HubError as exc:
             raise _HubOSError(exc) from None
+
+
+def _read_exactly(path: Path, length: int) -> bytearray | None:
+    """The whole of a cached file of exactly ``length`` bytes, read into memory once; None otherwise."""
+    try:
+        with open_regular(path) as handle:
+            if os.fstat(handle.fileno()).st_size != length:
+                return None
+            data = bytearray(length)
+            if cast("io.BufferedReader", handle).readinto(data) != length:
+                return None
+            return data
+    except OSError:
+        return None
+
+
+class _LocatingReads(ModelFiles):
+    """A hub repository's small reads (shard index, shard headers) made to locate single tensors: the same
+    files and caches, charged to their own budget (``MAX_LOCATE_BYTES``) rather than to the 3 MiB one of
+    the checks, so that a target's 10 MB shard index can be read where a tensor is wanted."""
+
+    def __init__(self, files: HubFiles) -> None:
+        self._of = files
+        self.label = files.label
+        self.commit = files.commit
+        self.repo_id = files.repo_id
+        self.revision = files.revision
+
+    def listing(self) -> dict[str, int | None]:
+        return self._of.listing()
+
+    def read_file(self, name: str, *, max_bytes: int) -> bytes:
+        return self._remembering(lambda: self._of._read_whole(name, max_bytes, self._of._locate_budget))
+
+    def read_range(self, name: str, begin: int, length: int) -> bytes:
+        return self._remembering(lambda: self._of._read_span(name, begin, length, self._of._locate_budget))
+
+    def _remembering(self, read: Callable[[], bytes]) -> bytes:
+        data = read()
+        with self._of._lock:
+            if self._of._sizes_learned:
+                # A size the listing lacked and a Range answer told: kept with the listing for offline runs.
+                self._of.session.remember(self._of.ref, self._of._commit, self._of._files)
+                self._of._sizes_learned = False
+        return data
+
+    def read_tensor_data(self, name: str, begin: int, length: int, *, max_bytes: int, key: str) -> bytearray:
+        return self._of.read_tensor_data(name, begin, length, max_bytes=max_bytes, key=key)
 
 
 class _HubOSError(OSError):
@@ -545,7 +660,7 @@ class HubSession:
         revision = ref.revision or "main"
         url = f"{self.endpoint}/api/models/{ref.repo_id}/revision/{quote(revision, safe='')}?blobs=true"
         raw = self._get(ref, url, None, MAX_LISTING_BYTES, None)
-        commit, files = parse_listing(raw, str(ref))
+        commit, files = parse_listing(bytes(raw), str(ref))
         self.remember(ref, commit, files)
         return commit, files
 
@@ -561,7 +676,7 @@ class HubSession:
         self.cache_write(self.commit_dir(ref.repo_id, commit) / "listing.json", json.dumps({"files": files}).encode())
         self.cache_write(self._ref_path(ref), commit.encode())
 
-    def cache_write(self, path: Path, data: bytes) -> None:
+    def cache_write(self, path: Path, data: bytes | bytearray) -> None:
         """Keep ``data`` at ``path`` (written whole, then renamed); a cache that cannot be written only
         costs the next run its requests."""
         try:
@@ -633,22 +748,27 @@ class HubSession:
         budget: _Budget,
         size: int | None = None,
         on_size: Callable[[int], None] | None = None,
-    ) -> bytes:
-        """``name`` at ``commit`` (whole, or the byte span ``(begin, length)``), within ``budget``."""
+        *,
+        into: bytearray | None = None,
+        deadline_s: float | None = None,
+    ) -> bytes | bytearray:
+        """``name`` at ``commit`` (whole, or the byte span ``(begin, length)``), within ``budget``; with
+        ``into``, the span is streamed into it (and it, or its received part, returned)."""
         from huggingface_hub import hf_hub_url  # noqa: PLC0415
 
         # A whole file is asked with its listed size (or its bound when the hub gave none).
         wanted = span[1] if span is not None else min(max_bytes, size if size is not None else 0)
         if budget.requests_left <= 0 or wanted > budget.bytes_left:
             raise _HubError(
-                Unavailable.NOT_EXAMINED,
-                f"reading {name} would exceed the {MAX_REPO_BYTES}-byte, {MAX_REPO_REQUESTS}-request budget "
-                f"specprobe spends on one hub repository ({ref.repo_id})",
+                Unavailable.NOT_EXAMINED, f"reading {name} would exceed the {budget.what} ({ref.repo_id})"
             )
         budget.requests_left -= 1
         url = hf_hub_url(ref.repo_id, name, revision=commit, endpoint=self.endpoint)
         try:
-            data = self._get(ref, url, span, min(max_bytes, budget.bytes_left), name, on_size=on_size)
+            data = self._get(
+                ref, url, span, min(max_bytes, budget.bytes_left), name, on_size=on_size, into=into,
+                deadline_s=deadline_s,
+            )
         except _HubError as exc:
             if exc.kind is None:
                 raise _HubError(Unavailable.NOT_EXAMINED, f"{name} is listed but {exc.reason}") from None
@@ -665,8 +785,11 @@ class HubSession:
         name: str | None,
         *,
         on_size: Callable[[int], None] | None = None,
-    ) -> bytes:
-        """One GET through huggingface_hub's session: one timeout, no retry, at most ``max_bytes`` read."""
+        into: bytearray | None = None,
+        deadline_s: float | None = None,
+    ) -> bytes | bytearray:
+        """One GET through huggingface_hub's session: one timeout, no retry, at most ``max_bytes`` read
+        (into ``into`` when given: a tensor is not held twice), within ``deadline_s`` (2 x the timeout)."""
         with self._lock:
             if self._network_failures >= MAX_NETWORK_FAILURES:
                 raise _HubError(
@@ -682,7 +805,8 @@ class HubSession:
         headers = build_hf_headers(library_name="specprobe", headers={"Accept-Encoding": "identity"})
         if span is not None:
             headers["Range"] = f"bytes={span[0]}-{span[0] + span[1] - 1}"
-        deadline = time.monotonic() + 2 * self.timeout_s
+        allowed = deadline_s if deadline_s is not None else 2 * self.timeout_s
+        deadline = time.monotonic() + allowed
         what = name or "the file list"
         try:
             with get_session().stream(
@@ -708,8 +832,13 @@ class HubSession:
                 chunks: list[bytes] = []
                 received = 0
                 for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    received += len(chunk)
+                    if into is not None:
+                        piece = chunk[: len(into) - received]
+                        into[received : received + len(piece)] = piece
+                        received += len(piece)
+                    else:
+                        chunks.append(chunk)
+                        received += len(chunk)
                     if received >= max_bytes or time.monotonic() > deadline:
                         break
                 with self._lock:
@@ -718,16 +847,21 @@ class HubSession:
                     raise _HubError(
                         Unavailable.NOT_EXAMINED,
                         f"the hub at {self.endpoint} sent {what} of {ref.repo_id} too slowly "
-                        f"(more than {2 * self.timeout_s:g} s)",
+                        f"(more than {allowed:g} s)",
                         network=True,
                     )
-                data = b"".join(chunks)
+                data: bytes | bytearray
+                if into is not None:
+                    data = into if received == len(into) else bytes(into[:received])
+                else:
+                    data = b"".join(chunks)
                 if span is None and received >= max_bytes and declared is None:
                     raise _HubError(
                         Unavailable.NOT_EXAMINED,
                         f"{what} of {ref.repo_id} is larger than the {max_bytes}-byte limit specprobe reads",
                     )
-                data = data[:max_bytes]
+                if len(data) > max_bytes:
+                    data = data[:max_bytes]
                 at_end = span is not None and total is not None and span[0] + len(data) == total
                 if span is not None and len(data) != span[1] and not at_end:
                     raise _HubError(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
+from typing import cast
 
 from specprobe.modelfiles.base import ModelFiles
 from specprobe.untrusted.files import open_regular, read_bounded
@@ -47,6 +49,23 @@ class LocalFiles(ModelFiles):
         with open_regular(self.root / name) as handle:
             handle.seek(begin)
             return handle.read(length)
+
+    def read_tensor_data(self, name: str, begin: int, length: int, *, max_bytes: int, key: str) -> bytearray:
+        # Read once into the buffer the tensor will share (torch.frombuffer), not through an intermediate copy.
+        if length > max_bytes:
+            return super().read_tensor_data(name, begin, length, max_bytes=max_bytes, key=key)
+        with open_regular(self.root / name) as handle:
+            available = max(0, os.fstat(handle.fileno()).st_size - begin)
+            data = bytearray(min(length, available))
+            handle.seek(begin)
+            view = memoryview(data)
+            filled = 0
+            while filled < len(data):
+                count = cast("io.BufferedReader", handle).readinto(view[filled:])
+                if not count:
+                    break
+                filled += count
+        return data if filled == len(data) else data[:filled]
 
     def local_path(self, name: str) -> Path:
         return self.root / name

@@ -18,20 +18,29 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError, safe_open
 from torch import nn
 from tqdm import tqdm
 
 from specprobe.checkpoint.folder import load_checkpoint
 from specprobe.findings import Finding, Measurement, Report, Severity, SpecprobeError
-from specprobe.hfconfig import ConfigError, load_config_json, parse_model_config
+from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, load_config_json, parse_config_bytes, parse_model_config
+from specprobe.modelfiles import (
+    DEFAULT_MAX_TENSOR_BYTES,
+    HubSession,
+    ModelFiles,
+    ModelUnavailableError,
+    TensorLocation,
+    TensorReader,
+    TensorReadError,
+    locate,
+)
 from specprobe.rules import smoke as smoke_rules
 from specprobe.smoke.dumps import (
     DumpError,
@@ -48,21 +57,11 @@ from specprobe.smoke.dumps import (
 )
 from specprobe.smoke.eagle3 import DrafterFormatError, Eagle3Drafter, decode_attention, load_drafter, resolve_dtype
 from specprobe.smoke.stats import acceptance_extra, finite, from_counts
+from specprobe.untrusted.files import UntrustedInputError
 
 # Rounds between two host reads of "is any row still drafting": rows that finished run masked rounds
 # until then, which costs less than a device sync per round.
 CHECK_EVERY = 8
-
-# Where a target's input embedding lives, by the checkpoint layouts of the families drafters are
-# trained for (Llama/Qwen/DeepSeek/Kimi text models, their multimodal wrappers, GPT-2 style).
-EMBEDDING_KEYS = (
-    "model.embed_tokens.weight",
-    "embed_tokens.weight",
-    "model.language_model.embed_tokens.weight",
-    "language_model.model.embed_tokens.weight",
-    "model.language_model.model.embed_tokens.weight",
-    "transformer.wte.weight",
-)
 
 
 @dataclass(frozen=True)
@@ -80,60 +79,87 @@ class OfflineOptions:
     batch_size: int | None = None
     min_acceptance_length: float | None = None
     progress: bool = True
+    # The most bytes one tensor read from the target may take (its embedding, lm_head or final norm).
+    max_target_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES
 
 
 @dataclass
 class TargetFacts:
-    """What the drafter needs from its target without loading it: sizes, and the embedding if asked."""
+    """What the drafter needs from its target without loading it: sizes, and where to read the few
+    tensors it borrows (``reader``, None without --target)."""
 
     num_layers: int | None
     hidden_size: int | None
     vocab_size: int | None
+    reader: TensorReader | None = None
 
 
-def _local_folder(target: str) -> Path:
-    """The target's files on this machine (a local folder); a hub id is refused with one line."""
-    path = Path(target).expanduser()
-    if not path.is_dir():
-        raise SpecprobeError(
-            f"--target {target!r} is not a local folder: smoke --hidden-states reads the target's config.json "
-            "and embedding from a folder on this machine"
-        )
-    return path
+def open_target(target: str) -> ModelFiles:
+    """``--target``: a folder (or its config.json) on this machine, or a hub id ``OWNER/NAME[@REVISION]``
+    read through the hub reader, of which only config.json, the shard index, the header of each shard
+    holding a wanted tensor and those tensors' bytes travel. A repository the hub refuses or cannot give
+    is one line (exit 2)."""
+    try:
+        return locate(target, role="target", hub=HubSession())
+    except ModelUnavailableError as exc:
+        raise SpecprobeError(f"--target {target}: {exc}") from None
 
 
 def target_facts(target: str | None) -> TargetFacts:
     if target is None:
         return TargetFacts(None, None, None)
-    folder = _local_folder(target)
+    files = open_target(target)
     try:
-        config = parse_model_config(load_config_json(folder / "config.json"))
-    except ConfigError as exc:
+        raw = files.read_file("config.json", max_bytes=MAX_CONFIG_BYTES)
+        config = parse_model_config(parse_config_bytes(raw).value)
+    except FileNotFoundError:
+        raise SpecprobeError("target: config.json is missing") from None
+    except OSError as exc:
+        raise SpecprobeError(f"target: config.json cannot be read: {exc.strerror or exc}") from None
+    except (ConfigError, UntrustedInputError) as exc:
         raise SpecprobeError(f"target: {exc}") from None
-    return TargetFacts(config.num_hidden_layers, config.hidden_size, config.vocab_size)
+    return TargetFacts(config.num_hidden_layers, config.hidden_size, config.vocab_size, TensorReader(files))
 
 
-def target_embedding(target: str) -> torch.Tensor:
-    """The target's input embedding alone, read at its offsets in a safetensors file (no other tensor)."""
-    folder = _local_folder(target)
-    ckpt = load_checkpoint(folder)
-    key = next((k for k in EMBEDDING_KEYS if k in ckpt.tensors), None)
-    if key is None:
-        key = next((k for k in sorted(ckpt.tensors) if k.endswith("embed_tokens.weight")), None)
-    if key is None:
-        raise SpecprobeError(f"the target {target!r} has no embed_tokens tensor in its safetensors files")
-    info = ckpt.tensors[key]
+# Tensor dtypes a borrowed embedding or head may have: floating point the drafter computes in (quantized
+# ones need their scales, which a single tensor read does not bring).
+_FLOAT_DTYPES = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64}
+
+
+def _read_target_tensor(reader: TensorReader, location: TensorLocation, max_bytes: int) -> torch.Tensor:
+    """One tensor's bytes as a torch tensor sharing them (no copy); one line when they cannot be had."""
+    dtype = _FLOAT_DTYPES.get(location.dtype)
+    if dtype is None:
+        raise SpecprobeError(
+            f"the target's {location.describe()} is not a floating-point tensor specprobe can borrow"
+        )
     try:
-        # safe_open maps the file and copies only this tensor's byte range.
-        with safe_open(str(ckpt.path_of(info)), framework="pt", device="cpu") as handle:
-            weight: torch.Tensor = handle.get_tensor(key)
-    except (SafetensorError, OSError) as exc:
-        raise SpecprobeError(f"cannot read {key} from the target: {str(exc).strip().splitlines()[0]}") from None
-    return weight
+        data = reader.read(location, max_bytes=max_bytes)
+    except TensorReadError as exc:
+        hint = " (--max-target-tensor-bytes raises it)" if "limit of this read" in str(exc) else ""
+        raise SpecprobeError(f"--target: {exc}{hint}") from None
+    if location.nbytes == 0:
+        return torch.empty(location.shape, dtype=dtype)
+    return torch.frombuffer(data, dtype=dtype).reshape(location.shape)
 
 
-NORM_KEYS = ("model.norm.weight", "norm.weight", "model.language_model.norm.weight", "language_model.model.norm.weight")
-HEAD_KEYS = ("lm_head.weight", "language_model.lm_head.weight", "model.language_model.lm_head.weight")
+def _locate(reader: TensorReader, find: Callable[[], TensorLocation | None]) -> TensorLocation | None:
+    try:
+        return find()
+    except TensorReadError as exc:
+        raise SpecprobeError(f"--target {reader.files.describe()}: {exc}") from None
+
+
+def target_embedding(reader: TensorReader, max_bytes: int = DEFAULT_MAX_TENSOR_BYTES) -> torch.Tensor:
+    """The target's input embedding alone, read at its offsets in its shard (no other tensor)."""
+    location = _locate(reader, reader.embedding)
+    if location is None:
+        raise SpecprobeError(
+            f"the target {reader.files.describe()} has no embed_tokens tensor in its safetensors files"
+        )
+    return _read_target_tensor(reader, location, max_bytes)
+
+
 # Positions whose next token the target's own head is asked to predict, over the first samples.
 HEAD_CHECK_POSITIONS = 256
 HEAD_CHECK_SAMPLES = 16
@@ -148,31 +174,18 @@ class TargetHead:
     lm_head: torch.Tensor
 
 
-def _read_tensor(ckpt: Any, keys: tuple[str, ...]) -> torch.Tensor | None:
-    key = next((k for k in keys if k in ckpt.tensors), None)
-    if key is None:
-        return None
-    info = ckpt.tensors[key]
-    try:
-        with safe_open(str(ckpt.path_of(info)), framework="pt", device="cpu") as handle:
-            tensor: torch.Tensor = handle.get_tensor(key)
-    except (SafetensorError, OSError):
-        return None
-    return tensor
-
-
-def target_head(target: str) -> TargetHead | None:
+def target_head(reader: TensorReader, max_bytes: int = DEFAULT_MAX_TENSOR_BYTES) -> TargetHead | None:
     """The target's final norm and lm_head (its embedding where tied), or None where it has none to read."""
-    folder = _local_folder(target)
-    ckpt = load_checkpoint(folder)
-    head = _read_tensor(ckpt, HEAD_KEYS)
-    raw = ckpt.config_raw or {}
-    if head is None and raw.get("tie_word_embeddings"):
-        head = _read_tensor(ckpt, EMBEDDING_KEYS)
-    if head is None:
+    head_at = _locate(reader, reader.output_head)
+    if head_at is None:
         return None
-    eps = raw.get("rms_norm_eps", 1e-6)
-    return TargetHead(_read_tensor(ckpt, NORM_KEYS), float(eps) if isinstance(eps, int | float) else 1e-6, head)
+    norm_at = _locate(reader, reader.final_norm)
+    eps = reader.config().get("rms_norm_eps", 1e-6)
+    return TargetHead(
+        _read_target_tensor(reader, norm_at, max_bytes) if norm_at is not None else None,
+        float(eps) if isinstance(eps, int | float) and not isinstance(eps, bool) else 1e-6,
+        _read_target_tensor(reader, head_at, max_bytes),
+    )
 
 
 @torch.inference_mode()
@@ -257,9 +270,9 @@ def load_offline_drafter(options: OfflineOptions, facts: TargetFacts, dtype: tor
     embed: nn.Embedding | None = None
     has_embed = any(k.endswith("embed_tokens.weight") for k in load_checkpoint(options.draft).tensors)
     if not has_embed:
-        if options.target is None:
+        if facts.reader is None:
             raise DrafterFormatError("the drafter has no embed_tokens: pass --target to read the target's")
-        weight = target_embedding(options.target)
+        weight = target_embedding(facts.reader, options.max_target_tensor_bytes)
         embed = nn.Embedding(weight.shape[0], weight.shape[1], _weight=weight, _freeze=True)
     drafter = load_drafter(
         options.draft,
@@ -538,6 +551,8 @@ def _validate(options: OfflineOptions) -> None:
         raise SpecprobeError("--num-speculative-tokens must be at least 1")
     if options.max_samples is not None and options.max_samples < 1:
         raise SpecprobeError("--max-samples must be at least 1")
+    if options.max_target_tensor_bytes < 0:
+        raise SpecprobeError("--max-target-tensor-bytes must not be negative")
     if options.batch_size is not None and options.batch_size < 1:
         raise SpecprobeError("--batch-size must be at least 1")
     if options.device not in ("cpu", "cuda") and not options.device.startswith("cuda:"):
@@ -571,10 +586,14 @@ def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
     expect = DumpExpectation(cfg.target_hidden_size, len(cfg.aux_layer_ids), drafter.embed_tokens.num_embeddings)
     files = select_files(dump, options.max_samples, options.seed)
     head_check: dict[str, Any] | None = None
-    head = target_head(options.target) if options.target is not None else None
-    if head is not None:
+    if facts.reader is not None:
         try:
-            head_check = check_same_target(_first_samples(dump, files, expect), head)
+            first = _first_samples(dump, files, expect)
+            # The head is read (from the hub: a vocabulary x hidden tensor) only where there are states to
+            # put through it.
+            head = target_head(facts.reader, options.max_target_tensor_bytes) if any(
+                sample.last_hidden is not None for sample in first) else None
+            head_check = check_same_target(first, head) if head is not None else None
         except DumpError as exc:
             report.add(_dump_finding(exc))
             return {}

@@ -11,7 +11,9 @@ Written from what huggingface_hub (2.x) requires of the hub (``file_download.py`
 
 A repository is ``<root>/<owner>/<name>/``; an optional ``.hub.json`` beside its files sets
 ``{"private": bool, "gated": bool, "allowed_tokens": [...], "delay_s": seconds, "tags": {"v1": "main"},
-"listing_sizes": false}`` (the last: a hub whose file list gives no sizes, as without ``?blobs=true``).
+"listing_sizes": false, "range_cap": bytes}`` (``listing_sizes``: a hub whose file list gives no sizes, as
+without ``?blobs=true``; ``range_cap``: a server that answers a Range with at most that many bytes, a 206
+whose Content-Range says so).
 Its commit is a hash of its files' names, sizes and mtimes. The server binds 127.0.0.1 on an
 ephemeral port, counts the bytes of file content it sends per repository (and every Range it served),
 bounds every delay, and stops itself after ``max_lifetime_s`` if a test forgets to.
@@ -203,6 +205,9 @@ class _Handler(BaseHTTPRequestHandler):
             if start >= size or start > end:
                 self._send(416, b"", {**headers, "Content-Range": f"bytes */{size}"})
                 return
+            cap = repo.settings.get("range_cap")
+            if type(cap) is int and cap > 0:
+                end = min(end, start + cap - 1)  # a short partial answer, honestly labelled
             code = 206
             headers["Content-Range"] = f"bytes {start}-{end}/{size}"
         self.send_response(code)
