@@ -87,7 +87,10 @@ class _EmulatedGraph:
 class _EmulatedCapture:
     """Stands in for ``torch.cuda.graph(g)``: binds g.replay to re-running the captured step."""
 
-    def __init__(self, graph: _EmulatedGraph) -> None:
+    def __init__(self, graph: _EmulatedGraph, capture_error_mode: str = "global") -> None:
+        # The offline replay reads on a second thread while a step is captured: thread_local is the
+        # mode that allows it (reference.GraphedSteps._capture).
+        assert capture_error_mode == "thread_local"
         self.graph = graph
 
     def __enter__(self) -> None:
@@ -214,7 +217,7 @@ def test_no_garbage_collection_during_a_capture(emulated_graphs: None, monkeypat
 
 def test_failed_capture_falls_back_to_eager(monkeypatch: pytest.MonkeyPatch):
     class _Refusing:
-        def __init__(self, graph: object) -> None:
+        def __init__(self, graph: object, capture_error_mode: str = "global") -> None:
             pass
 
         def __enter__(self) -> None:
