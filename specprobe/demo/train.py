@@ -646,7 +646,7 @@ def build_demo_models(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m specprobe.demo.train --out DIR [--plan tiny|tiny-mla|gpu] [--device cuda]`."""
+    """`python -m specprobe.demo.train --out DIR [--plan tiny|tiny-mla|tiny-copy|gpu] [--device cuda]`."""
     parser = argparse.ArgumentParser(description="Train the demo target and its EAGLE-3 drafters.")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--plan", choices=sorted(PLANS), default="tiny")
