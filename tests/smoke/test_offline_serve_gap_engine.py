@@ -67,12 +67,12 @@ def copy_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {key: out / name for key, name in names.items()}
 
 
-def _serve(target: Path, draft: Path, dump: Path, prompts: Path) -> tuple[int, dict[str, Any]]:
+def _serve(target: Path, draft: Path, dump: Path, prompts: Path, log: Path) -> tuple[int, dict[str, Any]]:
     spec = json.dumps({"method": "eagle3", "model": str(draft), "num_speculative_tokens": K})
     return served(
         ("vllm", "serve", str(target), "--speculative-config", spec, "--dtype", "float32", "--enforce-eager"),
         ("--no-reference", "--hidden-states", str(dump), "--prompts", str(prompts),
-         "--max-new-tokens", str(NEW_TOKENS)),
+         "--max-new-tokens", str(NEW_TOKENS), "--engine-log", str(log)),
     )  # fmt: skip
 
 
@@ -104,7 +104,9 @@ def test_engine_gap_when_the_engine_captures_other_layers(
     del config["eagle_aux_hidden_state_layer_ids"], config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
     (lost / "config.json").write_text(json.dumps(config))
 
-    code, right = _serve(copy_models["target"], copy_models["draft"], dump, copy_models["copy-prompts"])
+    code, right = _serve(
+        copy_models["target"], copy_models["draft"], dump, copy_models["copy-prompts"], root / "right.log"
+    )
     assert code == 0, right["findings"]
     assert right["offline_expectation"]["samples"] == len(prompts)
     assert GAP not in {f["rule"] for f in right["findings"]}, _figures(right)
@@ -112,7 +114,12 @@ def test_engine_gap_when_the_engine_captures_other_layers(
     data_low, data_high = right["offline_expectation"]["ci95"]
     assert engine_high >= data_low and data_high >= engine_low, _figures(right)
 
-    code, wrong = _serve(copy_models["target"], lost, dump, copy_models["copy-prompts"])
+    # vLLM says which layers it captures only when the drafter's config names them (the log line of
+    # _setup_eagle3_aux_hidden_state_outputs); without it, it takes the default silently.
+    said = "Using auxiliary layers from speculative config: (5, 6, 7)"
+    assert said in (root / "right.log").read_text(errors="replace")
+    code, wrong = _serve(copy_models["target"], lost, dump, copy_models["copy-prompts"], root / "wrong.log")
+    assert "Using auxiliary layers" not in (root / "wrong.log").read_text(errors="replace")
     gap = [f for f in wrong["findings"] if f["rule"] == GAP]
     assert code == 1 and gap, f"no {GAP}: {_figures(wrong)}; findings {wrong['findings']}"
     # The same drafter weights replayed on the same dump: the data's figure does not depend on the config.
