@@ -124,9 +124,10 @@ GPU = TrainPlan(
 )
 # A deeper target whose text is four fifths copying of cycles over 6 words, and a drafter trained on its
 # last three layers: a pair for which the layers an engine feeds the drafter matter (vLLM's default for 8
-# layers is (2, 4, 5)). Over 6 words the current word rarely says which comes next; the target's late
-# layers know the position in the cycle, its early ones do not, and the drafter's one attention layer
-# cannot find it on its own. Batch 32 at 2e-3: the target learns to copy within ~400 steps.
+# layers is (2, 4, 5)). Over 6 words the current word rarely says which comes next, the position in the
+# cycle does: the target finds it over several layers, and the drafter reads it from the late ones (fed
+# vLLM's default layers, its mean acceptance length falls by a quarter: docs/smoke/offline.md). Batch 32
+# at 2e-3: one of two settings, in a sweep of batch, rate and copy share, that learned to copy by step 400.
 TINY_COPY = replace(
     TINY,
     num_layers=8,
@@ -210,8 +211,8 @@ def with_copy_cycles(stream: torch.Tensor, tokenizer: Any, plan: TrainPlan, *, s
 
 
 def copy_prompts(tokenizer: Any, plan: TrainPlan, count: int = 24, *, seed: int = 0) -> list[dict[str, str]]:
-    """Held-out prompts that start a copy: a newline and a fresh random cycle written twice, as JSONL rows
-    (`prompt`), for `smoke --prompts`. The target continues the cycle; the tokens come out by copying."""
+    """Prompts that start a copy: a newline and a fresh random cycle (a generator of their own) written
+    twice, as JSONL rows (`prompt`), for `smoke --prompts`. The target continues the cycle by copying."""
     generator = torch.Generator().manual_seed(seed + 5)
     words = copy_vocabulary(tokenizer, plan.copy_words)
     newline = tokenizer("\n", add_special_tokens=False)["input_ids"][0]

@@ -1,5 +1,5 @@
 """The demo trainer's copy segments (plan ``tiny-copy``): one-token words, the share of the stream they take,
-and held-out prompts that encode back to a cycle written twice, the form the served gap test relies on."""
+and prompts that encode back to a cycle written twice, the form the served gap test relies on."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ The pair is the demo trainer's ``tiny-copy`` plan (``python -m specprobe.demo.tr
 8-layer Llama target whose text is four fifths copying (random word cycles, which it continues through an
 induction circuit), and a drafter trained on the inputs of its layers 5, 6 and 7, where the copied token
 is already written; the drafter's one attention layer cannot copy on its own. The dump is the target's
-greedy continuations of the plan's held-out copy prompts (``copy-prompts.jsonl``) in SpecForge's format,
+greedy continuations of the plan's copy prompts (``copy-prompts.jsonl``) in SpecForge's format,
 and the engine serves the same prompts.
 
 Served as trained, the engine reaches the data's figure. Served from a copy whose config.json lost
