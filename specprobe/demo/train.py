@@ -80,10 +80,19 @@ class TrainPlan:
     v_head_dim: int = 32
     # CPU MoE kernels pad intermediate sizes to multiples of 32; a multiple of 32 keeps both sides equal.
     moe_intermediate_size: int = 64
+    # Share of the training stream made of random word cycles repeated ("w1 .. wn w1 .. wn ..."), among
+    # `copy_words` one-token words. Continuing a cycle is copying: an induction circuit (two composed
+    # attention layers) that the target learns and that its late layers carry; 0 for the code-text demo.
+    copy_share: float = 0.0
+    copy_words: int = 32
+    # The aux layer ids the drafter is trained on; None: low, middle and high (aux_layer_ids).
+    train_aux_ids: tuple[int, ...] | None = None
 
     @property
     def aux_layer_ids(self) -> tuple[int, ...]:
         """Low, middle and high layers; vLLM's own default (2, L//2, L-3) needs L >= 6."""
+        if self.train_aux_ids is not None:
+            return self.train_aux_ids
         layers = self.num_layers
         if layers >= 6:
             return tuple(default_aux_layers(layers))
@@ -113,7 +122,23 @@ GPU = TrainPlan(
     corpus_chars=12_000_000,
     mixed_precision=True,
 )
-PLANS = {"tiny": TINY, "tiny-mla": TINY_MLA, "gpu": GPU}
+# A deeper target whose text is four fifths copying of cycles over 6 words, and a drafter trained on its
+# last three layers: a pair for which the layers an engine feeds the drafter matter (vLLM's default for 8
+# layers is (2, 4, 5)). Over 6 words the current word rarely says which comes next, the position in the
+# cycle does: the target finds it over several layers, and the drafter reads it from the late ones (fed
+# vLLM's default layers, its mean acceptance length falls by a quarter: docs/smoke/offline.md). Batch 32
+# at 2e-3: one of two settings, in a sweep of batch, rate and copy share, that learned to copy by step 400.
+TINY_COPY = replace(
+    TINY,
+    num_layers=8,
+    copy_share=0.8,
+    copy_words=6,
+    train_aux_ids=(5, 6, 7),
+    target_steps=800,
+    target_batch=32,
+    target_lr=2e-3,
+)
+PLANS = {"tiny": TINY, "tiny-mla": TINY_MLA, "tiny-copy": TINY_COPY, "gpu": GPU}
 
 
 def corpus_text(max_chars: int) -> str:
@@ -136,6 +161,67 @@ def corpus_text(max_chars: int) -> str:
         parts.append(text)
         total += len(text)
     return "\n\n".join(parts)[:max_chars]
+
+
+def copy_vocabulary(tokenizer: Any, count: int) -> list[int]:
+    """`count` one-token words (a space and letters) that encode back to themselves, lowest ids first.
+
+    Words, because the byte-level pre-tokenizer cuts text at spaces: a cycle of them written as text
+    encodes to the same ids wherever it stands, so prompts can be written as plain text."""
+    words: list[int] = []
+    for token_id in range(len(tokenizer)):
+        text = tokenizer.decode([token_id])
+        word = len(text) >= 2 and text[0] == " " and text[1:].isascii() and text[1:].isalpha()
+        if word and tokenizer(text, add_special_tokens=False)["input_ids"] == [token_id]:
+            words.append(token_id)
+        if len(words) == count:
+            return words
+    raise ValueError(f"the tokenizer has only {len(words)} one-token words, {count} wanted")
+
+
+def _cycle(words: list[int], low: int, high: int, generator: torch.Generator) -> list[int]:
+    """A random cycle of `low` to `high` words drawn with repeats: over a few words the current word alone
+    does not say which comes next, only the position in the cycle does."""
+    size = int(torch.randint(low, high + 1, (1,), generator=generator))
+    return [words[i] for i in torch.randint(0, len(words), (size,), generator=generator).tolist()]
+
+
+def _copy_segment(words: list[int], newline: int, length: int, generator: torch.Generator) -> list[int]:
+    """A newline, then one random cycle of 4-12 words repeated up to `length` tokens."""
+    cycle = _cycle(words, 4, 12, generator)
+    return [newline, *(cycle * (length // len(cycle) + 1))[:length]]
+
+
+def with_copy_cycles(stream: torch.Tensor, tokenizer: Any, plan: TrainPlan, *, seed: int) -> torch.Tensor:
+    """The text stream cut into pieces of 32-96 tokens with copy segments between them, `copy_share` of
+    the tokens in all."""
+    generator = torch.Generator().manual_seed(seed + 4)
+    words = copy_vocabulary(tokenizer, plan.copy_words)
+    newline = tokenizer("\n", add_special_tokens=False)["input_ids"][0]
+    ratio = plan.copy_share / (1.0 - plan.copy_share)
+    pieces: list[list[int]] = []
+    text = stream.tolist()
+    start = 0
+    while start < len(text):
+        size = int(torch.randint(32, 97, (1,), generator=generator))
+        pieces.append(text[start : start + size])
+        start += size
+        pieces.append(_copy_segment(words, newline, max(8, round(size * ratio)), generator))
+    return torch.tensor([t for piece in pieces for t in piece], dtype=torch.long)
+
+
+def copy_prompts(tokenizer: Any, plan: TrainPlan, count: int = 24, *, seed: int = 0) -> list[dict[str, str]]:
+    """Prompts that start a copy: a newline and a fresh random cycle (a generator of their own) written
+    twice, as JSONL rows (`prompt`), for `smoke --prompts`. The target continues the cycle by copying."""
+    generator = torch.Generator().manual_seed(seed + 5)
+    words = copy_vocabulary(tokenizer, plan.copy_words)
+    newline = tokenizer("\n", add_special_tokens=False)["input_ids"][0]
+    rows = []
+    for index in range(count):
+        cycle = _cycle(words, 6, 12, generator)
+        ids = [newline, *cycle, *cycle]
+        rows.append({"id": f"copy-{index}", "prompt": tokenizer.decode(ids)})
+    return rows
 
 
 def train_tokenizer(text: str, vocab_size: int, out_dir: Path) -> Any:
@@ -506,6 +592,8 @@ def build_pair(
     # Batched encoding of ~64k-character pieces runs in parallel in the fast tokenizer.
     pieces = [text[i : i + 65536] for i in range(0, len(text), 65536)]
     stream = torch.tensor([t for ids in tokenizer(pieces)["input_ids"] for t in ids], dtype=torch.long)
+    if plan.copy_share > 0:
+        stream = with_copy_cycles(stream, tokenizer, plan, seed=seed)
     log(f"corpus: {len(text)} characters, {stream.numel()} tokens, vocab {len(tokenizer)}")
     target = train_target(plan, stream, len(tokenizer), device=device, seed=seed, log=log)
     target.save_pretrained(str(target_dir))
@@ -527,7 +615,8 @@ def build_demo_models(
 ) -> dict[str, Path]:
     """Write DIR/target, DIR/draft and DIR/draft-broken (shuffled d2t); with_mla adds DIR/target-mla,
     DIR/draft-mla, DIR/draft-mla-broken and DIR/target-mla-neox-rope (the same model written in the
-    rope layout vLLM misreads). Returns the folders by name."""
+    rope layout vLLM misreads); a plan with copy cycles adds DIR/copy-prompts.jsonl (copy_prompts).
+    Returns the paths by name."""
     torch.set_num_threads(max(1, torch.get_num_threads()))
     out_dir.mkdir(parents=True, exist_ok=True)
     written = {"target": out_dir / "target", "draft": out_dir / "draft", "draft-broken": out_dir / "draft-broken"}
@@ -536,6 +625,14 @@ def build_demo_models(
     if broken.exists():
         shutil.rmtree(broken)
     save_drafter(drafter, t2d, broken, d2t=shuffled_d2t(drafter.d2t, seed))
+    if plan.copy_share > 0:
+        # transformers: see train_tokenizer.
+        from transformers import AutoTokenizer  # noqa: PLC0415
+
+        tokenizer = AutoTokenizer.from_pretrained(str(written["target"]))
+        written["copy-prompts"] = out_dir / "copy-prompts.jsonl"
+        rows = copy_prompts(tokenizer, plan, seed=seed)
+        written["copy-prompts"].write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     if with_mla:
         mla_plan = replace(plan, mla=True) if not plan.mla else plan
         written["target-mla"] = out_dir / "target-mla"
@@ -550,7 +647,7 @@ def build_demo_models(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m specprobe.demo.train --out DIR [--plan tiny|tiny-mla|gpu] [--device cuda]`."""
+    """`python -m specprobe.demo.train --out DIR [--plan tiny|tiny-mla|tiny-copy|gpu] [--device cuda]`."""
     parser = argparse.ArgumentParser(description="Train the demo target and its EAGLE-3 drafters.")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--plan", choices=sorted(PLANS), default="tiny")

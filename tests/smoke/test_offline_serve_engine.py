@@ -6,7 +6,8 @@ layer ids [0, 1, 2] (SpecForge's capture numbering, the output of layer i, read 
 layer i: one layer lower than trained), the engine still reaches the data's figure: on this 4-layer demo
 target the drafter is insensitive to which layers it is fed (docs/smoke/offline.md), so no finding is
 the right answer, and the comparison's plumbing (figures side by side per position, intervals) is what
-this test holds.
+this test holds. The gap itself, on a pair whose drafter needs the layers it was trained on, is
+tests/smoke/test_offline_serve_gap_engine.py.
 """
 
 from __future__ import annotations
