@@ -32,6 +32,7 @@ import shutil
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ import torch
 from specprobe.smoke import offline
 from specprobe.smoke.dumps import DumpExpectation, iter_samples, list_dump
 from specprobe.smoke.eagle3 import Eagle3Config, Eagle3Drafter
-from specprobe.smoke.offline import _batches, _rows_of, replay_dump, replay_rows
+from specprobe.smoke.offline import _batches, _read_to_device, _rows_of, replay_dump, replay_rows
 from tests.smoke.dump_writer import sample_path, save_record
 
 SIZES: dict[str, dict[str, int]] = {
@@ -129,8 +130,19 @@ def breakdown(drafter: Eagle3Drafter, folder: Any, expect: DumpExpectation, args
     out: dict[str, Any] = {}
     t0 = time.perf_counter()
     count = sum(1 for _ in iter_samples(folder, list(folder.files), expect, []))
-    out["read_all_seconds"] = round(time.perf_counter() - t0, 3)
+    # The host path: one thread, finiteness checked on the host (the CPU replay's reading).
+    out["read_all_host_seconds"] = round(time.perf_counter() - t0, 3)
     out["read_samples"] = count
+    if args.device.startswith("cuda"):
+        # The GPU replay's reading: READ_THREADS files read, copied to the device and checked there.
+        dtype = next(drafter.parameters()).dtype
+        unchecked = replace(expect, check_finite=False)
+        _sync(args.device)
+        t0 = time.perf_counter()
+        for _pair in _read_to_device(folder, list(folder.files), unchecked, args.device, dtype):
+            pass
+        _sync(args.device)
+        out["read_all_to_device_seconds"] = round(time.perf_counter() - t0, 3)
     files = list(folder.files)[: args.batch_size]
     samples = iter_samples(folder, files, expect, [])
     rows = [row for i, sample in enumerate(samples) for row in _rows_of(sample, i, args.k)]
