@@ -34,7 +34,7 @@ import re
 import stat
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,7 +121,7 @@ class DumpFolder:
     format: DumpFormat
     files: tuple[Path, ...]
     # speculators: the preprocessed dataset whose row i holds the loss mask of hs_<i>, where one was opened.
-    masks: LossMaskDataset | None = None
+    masks: LossMaskDataset | None = field(default=None, compare=False)
 
     def relative(self, path: Path) -> str:
         return str(path.relative_to(self.root))

@@ -185,7 +185,7 @@ def _shard_names(root: Path) -> list[str]:
     return names
 
 
-def _open_shard(path: Path, shard: _Shard, pool: Any, keep: list[Any]) -> dict[str, int]:
+def _open_shard(path: Path, shard: _Shard, baseline: int, keep: list[Any]) -> dict[str, int]:
     """Map one shard and read its record batches (only the needed columns), each validated in full."""
     import pyarrow as pa  # noqa: PLC0415
 
@@ -205,10 +205,9 @@ def _open_shard(path: Path, shard: _Shard, pool: Any, keep: list[Any]) -> dict[s
     head = mapped.read(len(FILE_MAGIC))
     mapped.seek(0)
     if head == FILE_MAGIC:
-        file_reader = pa.ipc.open_file(mapped, memory_pool=pool)
-        columns = _column_types(file_reader.schema, shard.name)
+        columns = _column_types(pa.ipc.open_file(mapped).schema, shard.name)
         options = pa.ipc.IpcReadOptions(included_fields=sorted(columns.values()))
-        file_reader = pa.ipc.open_file(mapped, options=options, memory_pool=pool)
+        file_reader = pa.ipc.open_file(mapped, options=options)
         if file_reader.num_record_batches > MAX_BATCHES:
             raise DumpError("unreadable", f"{shard.name} holds {file_reader.num_record_batches} record batches")
         batches = (file_reader.get_batch(i) for i in range(file_reader.num_record_batches))
@@ -219,10 +218,10 @@ def _open_shard(path: Path, shard: _Shard, pool: Any, keep: list[Any]) -> dict[s
             raise DumpError("unreadable", f"{shard.name} of the speculators dataset does not end with Arrow's "
                             "end-of-stream marker: truncated")
         mapped.seek(0)
-        columns = _column_types(pa.ipc.open_stream(mapped, memory_pool=pool).schema, shard.name)
+        columns = _column_types(pa.ipc.open_stream(mapped).schema, shard.name)
         mapped.seek(0)
         options = pa.ipc.IpcReadOptions(included_fields=sorted(columns.values()))
-        stream_reader = pa.ipc.open_stream(mapped, options=options, memory_pool=pool)
+        stream_reader = pa.ipc.open_stream(mapped, options=options)
         batches = iter(stream_reader)
         selected = stream_reader.schema
     # Column indices within the batches read (the included fields only, in schema order).
@@ -230,7 +229,8 @@ def _open_shard(path: Path, shard: _Shard, pool: Any, keep: list[Any]) -> dict[s
     for batch in batches:
         if len(shard.batches) >= MAX_BATCHES:
             raise DumpError("unreadable", f"{shard.name} holds more than {MAX_BATCHES} record batches")
-        if pool.max_memory() > MAX_ALLOCATED_BYTES:
+        # The default pool, whose buffers outlive this reader (a pool of its own would be freed before them).
+        if pa.default_memory_pool().bytes_allocated() - baseline > MAX_ALLOCATED_BYTES:
             raise DumpError("unreadable", f"{shard.name}: reading the speculators dataset would allocate more than "
                             f"{MAX_ALLOCATED_BYTES} bytes (compressed buffers, which datasets never writes)")
         batch.validate(full=True)
@@ -245,7 +245,7 @@ def open_dataset(root: Path) -> LossMaskDataset:
     import pyarrow as pa  # noqa: PLC0415
 
     names = _shard_names(root)
-    pool = pa.proxy_memory_pool(pa.default_memory_pool())
+    baseline = pa.default_memory_pool().bytes_allocated()
     keep: list[Any] = []
     shards: list[_Shard] = []
     starts: list[int] = []
@@ -255,7 +255,7 @@ def open_dataset(root: Path) -> LossMaskDataset:
     for name in names:
         shard = _Shard(name)
         try:
-            read_columns = _open_shard(root / name, shard, pool, keep)
+            read_columns = _open_shard(root / name, shard, baseline, keep)
         except DumpError:
             raise
         except (pa.ArrowException, OSError, ValueError, MemoryError, IndexError, KeyError) as exc:

@@ -120,9 +120,9 @@ def test_the_dataset_is_found_wherever_speculators_puts_it_or_given(tmp_path: Pa
     draft = tiny_drafter(tmp_path / "draft")
     records = _records(2)
     data = _layout(tmp_path / "run", records)
+    assert find_dataset(list_dump(data / "hidden_states")) == data
     # The dataset folder itself given as the dump (its hidden_states/ below it).
-    code, report = _smoke("--draft", str(draft), "--hidden-states", str(data))
-    assert code == 0 and report["loss_mask_source"] == "speculators dataset", report
+    assert find_dataset(list_dump(data)) == data
     # hs files written into the dataset folder itself (one --output for both scripts).
     flat = tmp_path / "flat"
     shutil.copytree(data, flat, ignore=shutil.ignore_patterns("hidden_states"))
@@ -132,8 +132,7 @@ def test_the_dataset_is_found_wherever_speculators_puts_it_or_given(tmp_path: Pa
     # Elsewhere: only with --loss-mask-dataset.
     moved = tmp_path / "elsewhere"
     shutil.move(data / "hidden_states", moved)
-    code, report = _smoke("--draft", str(draft), "--hidden-states", str(moved))
-    assert report["loss_mask_source"].startswith("none"), report
+    assert find_dataset(list_dump(moved)) is None
     code, report = _smoke("--draft", str(draft), "--hidden-states", str(moved), "--loss-mask-dataset", str(data))
     assert code == 0 and report["loss_mask_source"] == "speculators dataset", report
 
@@ -315,3 +314,56 @@ def test_any_bytes_as_a_shard_give_a_dump_error(tmp_path_factory, blob: bytes) -
     with pytest.raises(DumpError) as raised:
         open_dataset(folder)
     assert raised.value.kind == "unreadable" and "\n" not in str(raised.value)
+
+
+def _rewrite(folder: Path, table: pa.Table, *, compression: str | None = None, file_format: bool = False) -> None:
+    shard = folder / "data-00000-of-00001.arrow"
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.OSFile(str(shard), "wb") as sink:
+        opened = pa.ipc.new_file if file_format else pa.ipc.new_stream
+        with opened(sink, table.schema, options=options) as writer:
+            writer.write_table(table, max_chunksize=700)
+
+
+def test_other_arrow_encodings_read_the_same_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from specprobe.smoke import speculators_dataset
+
+    rows = [([i, i + 1, i + 2], [0, 1, 1]) for i in range(2500)]
+    table = speculators_table(rows)
+    expected = [(torch.tensor(ids), torch.tensor(mask)) for ids, mask in rows]
+    for label, kwargs in {"zstd": {"compression": "zstd"}, "file": {"file_format": True},
+                          "lz4-file": {"compression": "lz4", "file_format": True}}.items():
+        folder = write_speculators_dataset(tmp_path / label, rows[:1])
+        _rewrite(folder, table, **kwargs)
+        dataset = open_dataset(folder)
+        assert dataset.rows == 2500, label
+        for index in (0, 699, 700, 2499):
+            ids, mask = dataset.row(index, "hs")
+            assert torch.equal(ids, expected[index][0]) and torch.equal(mask, expected[index][1]), (label, index)
+        del dataset, ids, mask
+        gc.collect()  # decompressed buffers freed after the reader: nothing may outlive what they point into
+    # Decompression allocates what the stream declares: past the bound the dataset is refused.
+    monkeypatch.setattr(speculators_dataset, "MAX_ALLOCATED_BYTES", 1024)
+    with pytest.raises(DumpError, match="allocate more than 1024 bytes"):
+        open_dataset(tmp_path / "zstd")
+
+
+def test_null_rows_and_other_integer_types(tmp_path: Path) -> None:
+    folder = write_speculators_dataset(tmp_path / "nulls", [([1], [1])])
+    _rewrite(folder, pa.table({
+        "input_ids": pa.array([[1, 2], None, [1, None]], pa.list_(pa.int32())),
+        "loss_mask": pa.array([[0, 1], [1], [0, 1]], pa.list_(pa.int64())),
+    }))
+    dataset = open_dataset(folder)
+    assert [v.tolist() for v in dataset.row(0, "hs_0")] == [[1, 2], [0, 1]]
+    for index, words in ((1, "no input_ids (null)"), (2, "holds nulls")):
+        with pytest.raises(DumpError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            dataset.row(index, f"hs_{index}")
+    # large_list of int64 ids and a boolean mask: read as integers.
+    _rewrite(folder, pa.table({
+        "input_ids": pa.array([[7, 8]], pa.large_list(pa.int64())),
+        "loss_mask": pa.array([[False, True]], pa.list_(pa.bool_())),
+    }))
+    assert [v.tolist() for v in open_dataset(folder).row(0, "hs_0")] == [[7, 8], [0, 1]]
