@@ -41,10 +41,6 @@ from specprobe.smoke.dumps import MAX_FILES, MAX_TOKENS, DumpError, DumpFolder, 
 from specprobe.untrusted.files import UntrustedInputError, load_json_file
 
 SPECULATORS_COMMIT = "c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b"
-SPECULATORS_PREPROCESSING = (
-    f"https://github.com/vllm-project/speculators/blob/{SPECULATORS_COMMIT}/src/speculators/data_generation/"
-    "preprocessing.py"
-)
 
 STATE_FILE = "state.json"
 # state.json lists one entry per shard: a few hundred bytes each, far below this for any real dataset.

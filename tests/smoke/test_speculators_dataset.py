@@ -284,18 +284,21 @@ def _fresh(tmp_path_factory: pytest.TempPathFactory, shard: bytes) -> Path:
 _VALID = speculators_table([([5, 6, 7, 8], [0, 0, 1, 1]), ([9] * 12, [0] * 4 + [1] * 8), ([1], [1])])
 
 
-def _valid_shard() -> bytes:
+def _valid_shard(encoding: str) -> bytes:
+    """The shard as datasets writes it (a stream), or compressed, or in the IPC file format."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, _VALID.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(compression="zstd" if encoding == "zstd" else None)
+    opened = pa.ipc.new_file if encoding == "file" else pa.ipc.new_stream
+    with opened(sink, _VALID.schema, options=options) as writer:
         for batch in _VALID.to_batches(max_chunksize=2):
             writer.write_batch(batch)
     return bytes(sink.getvalue().to_pybytes())
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_corrupted_arrow_bytes_give_rows_or_a_dump_error(tmp_path_factory, data) -> None:
-    shard = bytearray(_valid_shard())
+@given(data=st.data(), encoding=st.sampled_from(["stream", "stream", "zstd", "file"]))
+def test_corrupted_arrow_bytes_give_rows_or_a_dump_error(tmp_path_factory, data, encoding: str) -> None:
+    shard = bytearray(_valid_shard(encoding))
     for _ in range(data.draw(st.integers(1, 8))):
         at = data.draw(st.integers(0, len(shard) - 1))
         shard[at] = data.draw(st.integers(0, 255))
