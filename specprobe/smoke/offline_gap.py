@@ -76,6 +76,7 @@ def offline_details(offline: Measurement) -> dict[str, Any]:
         "samples": details.get("samples"),
         "tokens": offline.tokens,
         "dump_format": details.get("dump_format"),
+        "loss_mask_source": details.get("loss_mask_source"),
         "generation": details.get("generation"),
     }
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.smoke.test_offline_exact import NEW_TOKENS, pair  # noqa: F401 - the module-scoped fixture
+from tests.smoke.test_offline_exact import NEW_TOKENS, FakeVllm, pair, serve  # noqa: F401 - fixtures, stand-in
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
@@ -62,3 +62,35 @@ def test_speculators_dump_with_its_dataset_equals_the_online_reference(pair: dic
     folder, unmasked = _replay(drafter, _speculators_layout(records, tmp_path / "bare", dataset=False), k)
     assert folder.masks is None
     assert sum(unmasked.drafts) > sum(online.drafts)
+
+
+def test_a_running_engine_beside_a_speculators_dump_elsewhere_from_its_dataset(
+    pair: dict[str, Any],  # noqa: F811
+    tmp_path: Path,
+    serve: Any,  # noqa: F811
+) -> None:
+    """`--backend server --hidden-states --loss-mask-dataset`: the option reaches the data's replay, whose
+    figures sit beside the engine's (a stand-in vLLM with a shuffled d2t, tests/smoke/test_server.py)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from specprobe.cli import app
+
+    models = pair["models"]
+    records = [{key: value[:, :-5] if value.dim() == 3 else value[:-5] for key, value in record.items()}
+               for record in pair["records"][:8]]
+    hidden = _speculators_layout(records, tmp_path / "data", dataset=True)
+    moved = tmp_path / "elsewhere" / "hs"
+    moved.parent.mkdir()
+    hidden.rename(moved)
+    url = serve(FakeVllm(models["target"], models["draft-broken"]))
+    result = CliRunner().invoke(app, ["smoke", "--backend", "server", "--url", url, "--max-prompts", "4",
+                                      "--max-new-tokens", "24", "--draft", str(models["draft"]), "--target",
+                                      str(models["target"]), "--hidden-states", str(moved), "--loss-mask-dataset",
+                                      str(tmp_path / "data"), "--no-progress", "--format", "json"])
+    report = json.loads(result.stdout)
+    expectation = report["offline_expectation"]
+    assert expectation["loss_mask_source"] == "speculators dataset", expectation
+    assert expectation["mean_acceptance_length"] > 3.0 > report["mean_acceptance_length"]
+    assert report["findings"][0]["rule"] == "SMOKE-ENGINE-BELOW-DATA", report["findings"]
