@@ -254,7 +254,9 @@ def open_dataset(root: Path) -> LossMaskDataset:
             read_columns = _open_shard(root / name, shard, baseline, keep)
         except DumpError:
             raise
-        except (pa.ArrowException, OSError, ValueError, MemoryError, IndexError, KeyError) as exc:
+        # Whatever the bytes make pyarrow raise (its errors subclass these): one line, never a traceback.
+        except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, MemoryError, IndexError,
+                KeyError) as exc:
             raise DumpError("unreadable", f"{name} of the speculators dataset {root} cannot be read (truncated or not "
                             f"Arrow): {_first_line(exc)}", str(root / name)) from None
         if columns is not None and read_columns != columns:
