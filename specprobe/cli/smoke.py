@@ -121,6 +121,14 @@ def smoke(
         int | None, typer.Option("--max-samples", help="With --hidden-states: a seeded random sample of N files.")
     ] = None,
     sample_seed: Annotated[int, typer.Option("--sample-seed", help="Seed of --max-samples.")] = 0,
+    loss_mask_dataset: Annotated[
+        Path | None,
+        typer.Option(
+            "--loss-mask-dataset",
+            help="With --hidden-states of speculators: its preprocessed dataset (prepare_data.py --output), where "
+            "the loss mask lives, when it is not the folder above the hs_<i>.safetensors files.",
+        ),
+    ] = None,
     batch_size: Annotated[
         int | None,
         typer.Option("--batch-size", help="With --hidden-states: samples replayed together (default 16 CPU, 64 GPU)."),
@@ -138,6 +146,8 @@ def smoke(
     strict: StrictOption = False,
 ) -> None:
     """Measure acceptance rate, acceptance length, losslessness and speed-up of a drafter."""
+    if loss_mask_dataset is not None and hidden_states is None:
+        raise SpecprobeError("--loss-mask-dataset needs --hidden-states (a speculators dump)")
     if hidden_states is not None and not serve and backend is Backend.REFERENCE and not compare_reference:
         from specprobe.smoke.offline import OfflineOptions, run_offline
 
@@ -156,6 +166,7 @@ def smoke(
             min_acceptance_length=min_acceptance_length,
             progress=not no_progress,
             max_target_tensor_bytes=max_target_tensor_bytes,
+            loss_mask_dataset=loss_mask_dataset,
         )
         emit(run_offline(offline_options), fmt, output, strict=strict)
         return
@@ -179,6 +190,7 @@ def smoke(
             engine_log=engine_log,
             hidden_states=hidden_states,
             max_samples=max_samples,
+            loss_mask_dataset=loss_mask_dataset,
         )
         emit(run_serve(serve_options), fmt, output, strict=strict)
         return
@@ -229,5 +241,6 @@ def smoke(
         progress=not no_progress,
         hidden_states=hidden_states,
         max_samples=max_samples,
+        loss_mask_dataset=loss_mask_dataset,
     )
     emit(run_server(server_options), fmt, output, strict=strict)

@@ -176,6 +176,11 @@ def _launch_search(entry: dict[str, Any], line: int) -> tuple[list[str], list[in
         return rules.NO_LAUNCH.finding(
             f"launch `{shown_command(words)}` is no vLLM or SGLang serve command", location="launch"
         )
+    if not isinstance(launch, list):
+        # YAML gives dates, numbers and mappings too: only a command line or a list of words is a launch.
+        return rules.VALUE.finding(
+            f"launch is a {type(launch).__name__}, not a command line or a list of words", location="launch"
+        )
     argv = [str(w) for w in launch]
     found = find_launches(argv, [line] * len(argv))
     if found.launches:

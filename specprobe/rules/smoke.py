@@ -113,6 +113,10 @@ TIMING_NOISE = rule(
 
 SPECFORGE_DUMP = "https://github.com/sgl-project/SpecForge/blob/a6b6b0230009d15ec2a97a57384e6f53f0f96946/scripts/prepare_hidden_states.py"
 SPECULATORS_DUMP = "https://github.com/vllm-project/speculators/blob/c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b/src/speculators/train/data.py"
+SPECULATORS_PREPROCESSING = (
+    "https://github.com/vllm-project/speculators/blob/c05b95b303f7d4f21e8d7624e0ffa1c2d9b4d73b/src/speculators/"
+    "data_generation/preprocessing.py"
+)
 EAGLE_GE_DATA = "https://github.com/SafeAILab/EAGLE/blob/79d6f7900be89d8d8cabe2d14be929d9b3861a21/eagle/ge_data/ge_data_all_llama2chat.py"
 TORCH_WEIGHTS_ONLY = "https://docs.pytorch.org/docs/stable/notes/serialization.html#weights-only"
 SGLANG_CAPTURE = (
@@ -123,10 +127,12 @@ DUMP_UNREADABLE = rule(
     FAMILY,
     Severity.ERROR,
     "a hidden-state dump (or one of its files) cannot be replayed: not a dump, empty, truncated, non-finite, "
-    "a pickle that asks for code, or EAGLE ge_data with the last layer only",
+    "a pickle that asks for code, EAGLE ge_data with the last layer only, or a speculators loss-mask dataset "
+    "(Arrow) that cannot be read",
     SPECFORGE_DUMP,
     TORCH_WEIGHTS_ONLY,
     EAGLE_GE_DATA,
+    SPECULATORS_PREPROCESSING,
 )
 DUMP_MISMATCH = rule(
     "SMOKE-DUMP-MISMATCH",

@@ -68,6 +68,7 @@ class ServerOptions:
     # A hidden-state dump of the drafter's training data: the engine's figures beside what it predicts.
     hidden_states: Path | None = None
     max_samples: int | None = None
+    loss_mask_dataset: Path | None = None  # speculators: the dataset holding the dump's loss mask
 
 
 @dataclass
@@ -329,6 +330,7 @@ def run_server(options: ServerOptions) -> Report:
             report, measured, options.hidden_states, options.draft, options.target,
             int(measured.num_speculative_tokens or options.num_speculative_tokens),
             max_samples=options.max_samples, device=options.device, dtype=options.dtype, progress=options.progress,
+            loss_mask_dataset=options.loss_mask_dataset,
         )  # fmt: skip
     if options.plot is not None and measured.per_position and measured.mean_acceptance_length is not None:
         reference = measured.details.get("reference", {}).get("per_position")

@@ -13,8 +13,9 @@ Formats, as the pipelines' own code writes them:
   ``extract_hidden_states`` connector): ``hs_<i>.safetensors`` with ``token_ids`` [L] and
   ``hidden_states`` [L, n_layers, H], the layers of ``eagle_aux_hidden_state_layer_ids`` in vLLM's
   numbering, the last one the final layer by default (speculators' trainer splits ``[:, :-1]`` as aux
-  and ``[:, -1]`` as the verifier's). The loss mask lives in the preprocessed dataset (an Arrow table),
-  not in these files.
+  and ``[:, -1]`` as the verifier's). The loss mask lives in the preprocessed dataset (``datasets``
+  Arrow shards, row i for ``hs_<i>``), not in these files: ``speculators_dataset`` reads it; a
+  ``loss_mask`` tensor in the file itself (a writer that adds one) is used first.
 - SafeAILab EAGLE's ``ge_data``: ``data_<i>.ckpt`` with ``input_ids``, ``hidden_state`` (the last layer
   only) and ``loss_mask``. An EAGLE-3 drafter cannot be replayed from it: a finding, not a number.
 
@@ -33,13 +34,16 @@ import re
 import stat
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors import SafetensorError, safe_open
+
+if TYPE_CHECKING:
+    from specprobe.smoke.speculators_dataset import LossMaskDataset
 
 SPECFORGE_SOURCE = "https://github.com/sgl-project/SpecForge/blob/a6b6b0230009d15ec2a97a57384e6f53f0f96946/scripts/prepare_hidden_states.py"
 SPECULATORS_SOURCE = (
@@ -101,6 +105,8 @@ class DumpSample:
     loss_mask: torch.Tensor
     aux_hidden: torch.Tensor
     loss_mask_recorded: bool = True
+    # Where the mask came from: the sample file itself, or the pipeline's preprocessed dataset.
+    loss_mask_from_dataset: bool = False
     # The target's last layer [L, H] where the dump keeps it (SpecForge's hidden_state, after the final
     # norm; speculators' last slot, before it): what tells whose hidden states these are.
     last_hidden: torch.Tensor | None = None
@@ -117,6 +123,8 @@ class DumpFolder:
     root: Path
     format: DumpFormat
     files: tuple[Path, ...]
+    # speculators: the preprocessed dataset whose row i holds the loss mask of hs_<i>, where one was opened.
+    masks: LossMaskDataset | None = field(default=None, compare=False)
 
     def relative(self, path: Path) -> str:
         return str(path.relative_to(self.root))
@@ -364,8 +372,12 @@ def parse_specforge(record: dict[str, Any], name: str, expect: DumpExpectation) 
     return DumpSample(name, ids[:length], mask[:length] != 0, aux, last_hidden=last_hidden)
 
 
-def parse_speculators(path: Path, name: str, expect: DumpExpectation) -> DumpSample:
-    """A speculators ``hs_<i>.safetensors``: token_ids [L], hidden_states [L, n_layers, H]."""
+def parse_speculators(
+    path: Path, name: str, expect: DumpExpectation, masks: LossMaskDataset | None = None
+) -> DumpSample:
+    """A speculators ``hs_<i>.safetensors``: token_ids [L], hidden_states [L, n_layers, H]; the loss mask from
+    the file where it has one, else from row i of the preprocessed dataset (``masks``), whose ``input_ids``
+    must be the file's ``token_ids`` (speculators' trainer skips a sample where they differ)."""
     try:
         size = path.stat().st_size
         if size > MAX_SAMPLE_BYTES:
@@ -407,6 +419,20 @@ def parse_speculators(path: Path, name: str, expect: DumpExpectation) -> DumpSam
         mask = _squeeze_batch(mask_raw, 1, "loss_mask", name)
         _check_lengths(name, token_ids=int(ids.shape[0]), loss_mask=int(mask.shape[0]))
         return DumpSample(name, ids, mask != 0, aux, last_hidden=last_hidden)
+    if masks is not None:
+        row_ids, row_mask = masks.row(_index(path.name), name)
+        if row_ids.shape != ids.shape or not torch.equal(row_ids, ids):
+            if row_ids.shape != ids.shape:
+                differ = f"{ids.shape[0]} tokens against {row_ids.shape[0]}"
+            else:
+                differ = f"first at token {int((row_ids != ids).nonzero()[0, 0])}"
+            raise DumpError(
+                "mismatch",
+                f"{name}: its token_ids and the input_ids of row {_index(path.name)} of the speculators dataset "
+                f"{masks.root} differ ({differ}): the dataset is not the one this dump was generated from",
+                name,
+            )
+        return DumpSample(name, ids, row_mask != 0, aux, last_hidden=last_hidden, loss_mask_from_dataset=True)
     # No mask in the file: every position after the first counts (see the finding the runner adds).
     mask = torch.ones(tokens, dtype=torch.bool)
     mask[:1] = False
@@ -426,7 +452,7 @@ def read_sample(dump: DumpFolder, path: Path, expect: DumpExpectation) -> DumpSa
     """One sample of the dump, checked; raises DumpError."""
     name = dump.relative(path)
     if dump.format is DumpFormat.SPECULATORS:
-        return parse_speculators(path, name, expect)
+        return parse_speculators(path, name, expect, dump.masks)
     if dump.format is DumpFormat.EAGLE_GE_DATA:
         raise last_layer_only(name)
     return parse_specforge(load_torch_sample(path, dump.root), name, expect)

@@ -106,6 +106,7 @@ class ServeOptions:
     # A hidden-state dump of the drafter's training data: the engine's figures beside what it predicts.
     hidden_states: Path | None = None
     max_samples: int | None = None
+    loss_mask_dataset: Path | None = None  # speculators: the dataset holding the dump's loss mask
 
 
 @dataclass
@@ -476,7 +477,7 @@ def run_serve(options: ServeOptions) -> Report:
         compare_with_data(
             report, measured, options.hidden_states, draft, str(target) if target else None, k,
             max_samples=options.max_samples, device=options.device, dtype=launch.dtype("float32"),
-            progress=options.progress,
+            progress=options.progress, loss_mask_dataset=options.loss_mask_dataset,
         )  # fmt: skip
         timings["hidden_states_seconds"] = round(time.perf_counter() - data_start, 1)
     report.extra.update(timings)

@@ -81,6 +81,8 @@ class OfflineOptions:
     progress: bool = True
     # The most bytes one tensor read from the target may take (its embedding, lm_head or final norm).
     max_target_tensor_bytes: int = DEFAULT_MAX_TENSOR_BYTES
+    # speculators: the preprocessed dataset holding the loss mask, where it is not beside the dump.
+    loss_mask_dataset: Path | None = None
 
 
 @dataclass
@@ -442,7 +444,7 @@ def replay_dump(
 ) -> tuple[ReplayCounts, dict[str, int]]:
     """Replay every sample; per-sample counts and how many samples, tokens and response tokens were read."""
     counts = ReplayCounts(k)
-    totals = {"samples": 0, "data_tokens": 0, "response_tokens": 0, "unmarked_samples": 0}
+    totals = {"samples": 0, "data_tokens": 0, "response_tokens": 0, "unmarked_samples": 0, "dataset_masked_samples": 0}
     on_gpu = device.startswith("cuda") and DEVICE_READS
     read_expect = replace(expect, check_finite=False) if on_gpu else expect
 
@@ -466,6 +468,7 @@ def replay_dump(
             totals["data_tokens"] += sample.length
             totals["response_tokens"] += int(sample.loss_mask.sum())
             totals["unmarked_samples"] += 0 if sample.loss_mask_recorded else 1
+            totals["dataset_masked_samples"] += 1 if sample.loss_mask_from_dataset else 0
             if progress is not None:
                 progress(sample.length)
             yield from _rows_of(sample, index, k)
@@ -576,6 +579,13 @@ def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
     if dump.format is DumpFormat.EAGLE_GE_DATA:
         report.add(_dump_finding(DumpError("last-layer-only", _ge_data_message(dump), dump.relative(dump.files[0]))))
         return {}
+    from specprobe.smoke.speculators_dataset import attach_masks  # noqa: PLC0415 - speculators dumps only
+
+    try:
+        dump, masks_note = attach_masks(dump, options.loss_mask_dataset)
+    except DumpError as exc:
+        report.add(_dump_finding(exc))
+        return {}
     facts = target_facts(options.target)
     try:
         drafter = load_offline_drafter(options, facts, dtype)
@@ -633,8 +643,12 @@ def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
             "tokens_per_s": finite(totals["data_tokens"] / seconds) if seconds > 0 else None,
             "seconds": round(seconds, 4),
             "dump_format": dump.format.value,
+            "loss_mask_source": _mask_source(totals),
+            "loss_mask_dataset": str(dump.masks.root) if dump.masks is not None else None,
             # None of the formats records how the responses were generated (greedy or sampled, by
-            # this target or another): the figure is the greedy acceptance only if they are the
+            # this target or another): speculators' preprocessed dataset keeps input_ids, loss_mask and
+            # seq_len only (its response regeneration writes sampling_params into a JSONL that
+            # prepare_data.py drops). The figure is the greedy acceptance only if the responses are the
             # target's own greedy output, else an estimate.
             "generation": "not recorded",
             "per_sample_mean_acceptance_length": finite(
@@ -655,12 +669,23 @@ def measure_offline(options: OfflineOptions, report: Report) -> dict[str, Any]:
     if totals["unmarked_samples"]:
         report.add(
             smoke_rules.DUMP_UNREADABLE.finding(
-                f"{totals['unmarked_samples']} samples carry no loss_mask (speculators keeps it in the preprocessed "
-                "dataset): every token after the first was replayed, prompt tokens included",
+                f"{totals['unmarked_samples']} samples carry no loss_mask and no dataset gave one ("
+                f"{masks_note or 'speculators keeps it in the preprocessed dataset'}): every token after the first "
+                "was replayed, prompt tokens included",
                 severity=Severity.WARNING,
             )
         )
     return figures
+
+
+def _mask_source(totals: dict[str, int]) -> str:
+    """Where the samples' loss masks came from: their files, the speculators dataset, none, or a mix."""
+    unmarked, from_dataset, samples = totals["unmarked_samples"], totals["dataset_masked_samples"], totals["samples"]
+    if unmarked == samples:
+        return "none: every token after the first"
+    if from_dataset == samples:
+        return "speculators dataset"
+    return "files" if unmarked == 0 and from_dataset == 0 else "mixed"
 
 
 def _ge_data_message(dump: DumpFolder) -> str:

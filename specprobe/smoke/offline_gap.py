@@ -76,6 +76,7 @@ def offline_details(offline: Measurement) -> dict[str, Any]:
         "samples": details.get("samples"),
         "tokens": offline.tokens,
         "dump_format": details.get("dump_format"),
+        "loss_mask_source": details.get("loss_mask_source"),
         "generation": details.get("generation"),
     }
 
@@ -98,6 +99,7 @@ def compare_with_data(  # noqa: PLR0917 - one call per backend, every value is n
     device: str = "cpu",
     dtype: str = "float32",
     progress: bool = True,
+    loss_mask_dataset: Path | None = None,
 ) -> None:
     """Replay the drafter on its dump (torch, imported here) and put the engine beside it."""
     from specprobe.smoke.offline import OfflineOptions, run_offline  # noqa: PLC0415 - torch only with a dump
@@ -112,6 +114,7 @@ def compare_with_data(  # noqa: PLR0917 - one call per backend, every value is n
             device=device,
             dtype=dtype,
             progress=progress,
+            loss_mask_dataset=loss_mask_dataset,
         )
     )
     report.extend(f for f in offline.findings if f.rule != smoke_rules.MEASURED.id)

@@ -11,6 +11,7 @@ layer i, vLLM's aux id i) for the drafter's aux layer ids.
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -93,3 +94,84 @@ def synthetic_record(length: int = 24, prompt: int = 8, *, width: int = HIDDEN *
         "aux_hidden_state": torch.randn(1, length, width, generator=generator),
         "hidden_state": torch.randn(1, length, hidden, generator=generator),
     }
+
+
+# speculators' layout (vllm-project/speculators c05b95b): prepare_data.py saves the preprocessed dataset with
+# datasets' save_to_disk, data_generation_offline.py writes hs_<i>.safetensors for row i into
+# <dataset>/hidden_states. The Arrow shards are written here with pyarrow in the schema datasets gives
+# speculators' rows (checked against a dataset datasets itself wrote: tests/smoke/data/speculators_dataset).
+SPECULATORS_FEATURES = (
+    '{"info": {"features": {"input_ids": {"feature": {"dtype": "int32", "_type": "Value"}, "_type": "List"}, '
+    '"loss_mask": {"feature": {"dtype": "int64", "_type": "Value"}, "_type": "List"}, '
+    '"seq_len": {"dtype": "int64", "_type": "Value"}}}}'
+)
+
+
+def speculators_table(rows: Sequence[tuple[Sequence[int], Sequence[int]]]) -> Any:
+    """The rows as datasets stores them: input_ids list<int32>, loss_mask list<int64>, seq_len int64."""
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [("input_ids", pa.list_(pa.int32())), ("loss_mask", pa.list_(pa.int64())), ("seq_len", pa.int64())],
+        metadata={"huggingface": SPECULATORS_FEATURES},
+    )
+    return pa.table(
+        {
+            "input_ids": [list(map(int, ids)) for ids, _ in rows],
+            "loss_mask": [list(map(int, mask)) for _, mask in rows],
+            "seq_len": [len(ids) for ids, _ in rows],
+        },
+        schema=schema,
+    )
+
+
+def write_speculators_dataset(
+    out: Path, rows: Sequence[tuple[Sequence[int], Sequence[int]]], *, shards: int = 1, batch_rows: int = 1000
+) -> Path:
+    """A save_to_disk folder: data-<i>-of-<n>.arrow (Arrow IPC stream, record batches of ``batch_rows`` as
+    datasets' ArrowWriter writes them), state.json listing the shards, dataset_info.json."""
+    import pyarrow as pa
+
+    out.mkdir(parents=True, exist_ok=True)
+    table = speculators_table(rows)
+    per_shard = -(-len(rows) // shards)
+    names = []
+    for index in range(shards):
+        name = f"data-{index:05d}-of-{shards:05d}.arrow"
+        names.append(name)
+        part = table.slice(index * per_shard, per_shard)
+        with pa.OSFile(str(out / name), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            for batch in part.to_batches(max_chunksize=batch_rows):
+                writer.write_batch(batch)
+    state = {
+        "_data_files": [{"filename": name} for name in names],
+        "_fingerprint": "0123456789abcdef",
+        "_format_columns": ["input_ids", "loss_mask", "seq_len"],
+        "_format_kwargs": {},
+        "_format_type": "torch",
+        "_output_all_columns": False,
+        "_split": None,
+    }
+    (out / "state.json").write_text(json.dumps(state, indent=2))
+    info = json.loads(SPECULATORS_FEATURES)["info"]
+    (out / "dataset_info.json").write_text(json.dumps({"citation": "", "description": "", **info}, indent=2))
+    return out
+
+
+def write_speculators_sample(
+    record: dict[str, torch.Tensor], path: Path, *, with_loss_mask: bool = False, with_last_layer: bool = True
+) -> None:
+    """A SpecForge-shaped record as speculators' hs_<i>.safetensors: token_ids [L], hidden_states [L, n, H]
+    (the aux layers, then the final one), and a loss_mask tensor only where asked (a writer that adds it)."""
+    from safetensors.torch import save_file
+
+    aux = record["aux_hidden_state"][0]
+    hidden = record["hidden_state"][0].shape[-1]
+    layers = [aux.reshape(aux.shape[0], -1, hidden)]
+    if with_last_layer:
+        layers.append(record["hidden_state"][0][:, None])
+    tensors = {"token_ids": record["input_ids"].clone(), "hidden_states": torch.cat(layers, dim=1).contiguous()}
+    if with_loss_mask:
+        tensors["loss_mask"] = record["loss_mask"].clone()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path))
