@@ -130,6 +130,16 @@ def _wanted_bytes(folder: Path, tensors: list[str]) -> int:
     return total
 
 
+def _offline_run_equals(pair: dict[str, Any], hub: Any, local: Any) -> None:
+    """With HF_HUB_OFFLINE=1, the hub target gives ``local``'s figures and asks the hub nothing."""
+    hub.served.reset()
+    offline = _smoke(pair, REPO, hub_env(hub.url, pair["home"], HF_HUB_OFFLINE="1"))
+    assert offline.code == 0, offline.stderr
+    for key in FIGURES:
+        assert offline.report[key] == local.report[key], key
+    assert hub.served.requests == []
+
+
 def test_hub_target_gives_the_local_figure_reading_only_its_tensors(pair: dict[str, Any], hub: HubServer) -> None:
     env = hub_env(hub.url, pair["home"])
     local = _smoke(pair, str(pair["target"]), env)
@@ -155,12 +165,7 @@ def test_hub_target_gives_the_local_figure_reading_only_its_tensors(pair: dict[s
     assert TOKEN not in online.stdout + online.stderr
 
     # Offline, from what the first run kept: the same figure and no request at all.
-    hub.served.reset()
-    offline = _smoke(pair, REPO, hub_env(hub.url, pair["home"], HF_HUB_OFFLINE="1"))
-    assert offline.code == 0, offline.stderr
-    for key in FIGURES:
-        assert offline.report[key] == local.report[key], key
-    assert hub.served.requests == []
+    _offline_run_equals(pair, hub, local)
     # The kept tensors are under specprobe's hub cache, named by hashes, never in the user's folders.
     kept = list((pair["home"] / "specprobe-hub").rglob("tensors/*"))
     assert len(kept) == 3 and all("embed" not in p.name for p in kept)
@@ -272,12 +277,7 @@ def test_a_target_in_the_hugging_face_cache_is_read_there(pair: dict[str, Any], 
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert Path(done.stdout.strip()).is_dir()
     local = _smoke(pair, str(pair["target"]), env)
-    hub.served.reset()
-    cached = _smoke(pair, REPO, hub_env(hub.url, pair["home"], HF_HUB_OFFLINE="1"))
-    assert cached.code == 0, cached.stderr
-    for key in FIGURES:
-        assert cached.report[key] == local.report[key], key
-    assert hub.served.requests == []
+    _offline_run_equals(pair, hub, local)
     assert not list((pair["home"] / "specprobe-hub").rglob("tensors/*")), "read from the HF cache, not kept again"
 
 
