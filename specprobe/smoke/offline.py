@@ -490,9 +490,10 @@ def replay_dump(
 DEVICE_READS = True
 
 
-# Files read, copied and checked at once on a GPU replay (in file order): one thread paging a
-# memory-mapped sample in and copying it from pageable memory moved about 2.4 GB/s on an H100 host,
-# below what the replay consumes.
+# Files read, copied and checked at once on a GPU replay (in file order). A Kimi-sized replay on an H100
+# consumes about 65k data tokens/s (8.4 GB/s of bfloat16 states), and one thread reading and checking on
+# the host managed 55.6k (docs/smoke/offline.md). Whether 4 threads beat 1 on one machine is not yet
+# measured (benchmarks/offline_acceptance.py --read-threads).
 READ_THREADS = 4
 
 
