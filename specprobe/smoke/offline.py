@@ -491,7 +491,7 @@ DEVICE_READS = True
 
 
 # Files read, copied and checked at once on a GPU replay (in file order). A Kimi-sized replay on an H100
-# consumes about 65k data tokens/s (8.4 GB/s of bfloat16 states), and one thread reading and checking on
+# consumes about 65k data tokens/s (2.8 GB/s of bfloat16 aux states), and one thread reading and checking on
 # the host managed 55.6k (docs/smoke/offline.md). Whether 4 threads beat 1 on one machine is not yet
 # measured (benchmarks/offline_acceptance.py --read-threads).
 READ_THREADS = 4
