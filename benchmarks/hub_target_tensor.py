@@ -30,7 +30,8 @@ HIDDEN, VOCAB, LAYERS_PER_SHARD = 4096, 128256, 8
 
 READ = """
 import json, resource, sys, time
-from specprobe.modelfiles import HubSession, TensorReader, locate
+from specprobe.checkpoint.tensors import TensorReader
+from specprobe.modelfiles import HubSession, locate
 started = time.perf_counter()
 reader = TensorReader(locate(sys.argv[1], role="target", hub=HubSession()))
 location = reader.embedding()

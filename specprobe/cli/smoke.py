@@ -15,7 +15,7 @@ import typer
 from specprobe.cli._common import FormatOption, OutputOption, StrictOption, cannot_run_guard, emit
 from specprobe.findings import SpecprobeError
 
-# The default of --max-target-tensor-bytes: specprobe.modelfiles.tensors.DEFAULT_MAX_TENSOR_BYTES, written
+# The default of --max-target-tensor-bytes: specprobe.checkpoint.tensors.DEFAULT_MAX_TENSOR_BYTES, written
 # out here so that `smoke --help` imports no reader (a test keeps the two equal).
 DEFAULT_MAX_TENSOR_BYTES = 4 * 1024**3
 

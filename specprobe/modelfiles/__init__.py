@@ -2,10 +2,10 @@
 hub repository already in the local Hugging Face cache.
 
 ``locate`` turns what a user or a deployment wrote into ``ModelFiles``; check, lint, gate, fix, exact
-mode, matrix and smoke --hidden-states all read drafters and targets through it, so that every command accepts the same
-forms and reads them within the same bounds. ``TensorReader`` reads single tensors of a located model
-(a target's embedding or head, alone). ``resolve_config_path`` finds a target's config.json through
-it.
+mode, matrix and smoke --hidden-states all read drafters and targets through it, so that every command
+accepts the same forms and reads them within the same bounds (``checkpoint.tensors.TensorReader`` reads
+single tensors of a located model through it: a target's embedding or head, alone).
+``resolve_config_path`` finds a target's config.json through it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from specprobe.hfconfig import MAX_CONFIG_BYTES, hub_cache_dir
 from specprobe.modelfiles.base import ModelFiles, ModelUnavailableError, TensorReadError, Unavailable
 from specprobe.modelfiles.hub import HUB_POLICIES, HubFiles, HubRef, HubSession, parse_hub_ref
 from specprobe.modelfiles.local import LocalFiles
-from specprobe.modelfiles.tensors import DEFAULT_MAX_TENSOR_BYTES, TensorLocation, TensorReader
 from specprobe.untrusted.files import UntrustedInputError, exists, expand_user, is_dir, is_file
 
 __all__ = [
-    "DEFAULT_MAX_TENSOR_BYTES",
     "HUB_POLICIES",
     "HubFiles",
     "HubRef",
@@ -30,9 +28,7 @@ __all__ = [
     "LocalFiles",
     "ModelFiles",
     "ModelUnavailableError",
-    "TensorLocation",
     "TensorReadError",
-    "TensorReader",
     "Unavailable",
     "hub_ref",
     "locate",

@@ -84,7 +84,7 @@ class ModelFiles(ABC):
 
     def tensor_reads(self) -> ModelFiles:
         """These files as read to locate single tensors (shard index, headers): the same files, charged
-        to their own budget on the hub (see ``specprobe.modelfiles.tensors``)."""
+        to their own budget on the hub (see ``specprobe.checkpoint.tensors``)."""
         return self
 
     def read_tensor_data(self, name: str, begin: int, length: int, *, max_bytes: int, key: str) -> bytearray:

@@ -65,7 +65,7 @@ MAX_CONCURRENT_REPOS = 8
 # Network failures in a row after which a run stops asking the same endpoint (a hub that is down or
 # hanging costs one timeout per worker, not one per repository).
 MAX_NETWORK_FAILURES = 3
-# What locating single tensors (``specprobe.modelfiles.tensors``: a target's embedding, final norm, lm_head)
+# What locating single tensors (``specprobe.checkpoint.tensors``: a target's embedding, final norm, lm_head)
 # reads of one repository, apart from the budget above: its shard index whole (~100 bytes per tensor: 10-15
 # MB for the largest public checkpoints) and the header of each shard that holds a wanted tensor (two
 # Range requests each). The tensors' own bytes have a budget per read, which its caller sets.

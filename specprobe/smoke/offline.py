@@ -29,18 +29,10 @@ from torch import nn
 from tqdm import tqdm
 
 from specprobe.checkpoint.folder import load_checkpoint
+from specprobe.checkpoint.tensors import DEFAULT_MAX_TENSOR_BYTES, TensorLocation, TensorReader
 from specprobe.findings import Finding, Measurement, Report, Severity, SpecprobeError
 from specprobe.hfconfig import MAX_CONFIG_BYTES, ConfigError, load_config_json, parse_config_bytes, parse_model_config
-from specprobe.modelfiles import (
-    DEFAULT_MAX_TENSOR_BYTES,
-    HubSession,
-    ModelFiles,
-    ModelUnavailableError,
-    TensorLocation,
-    TensorReader,
-    TensorReadError,
-    locate,
-)
+from specprobe.modelfiles import HubSession, ModelFiles, ModelUnavailableError, TensorReadError, locate
 from specprobe.rules import smoke as smoke_rules
 from specprobe.smoke.dumps import (
     DumpError,

@@ -1,4 +1,4 @@
-"""Locating and reading one tensor (``specprobe.modelfiles.tensors``) as untrusted input: shard indexes and
+"""Locating and reading one tensor (``specprobe.checkpoint.tensors``) as untrusted input: shard indexes and
 safetensors headers of any shape give a checked location or the reader's own error, nothing else; names
 with the families' prefixes, tied heads, and the per-read byte limit. The files are held in memory."""
 
@@ -16,16 +16,9 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save
 
-from specprobe.modelfiles import ModelFiles, TensorReader, TensorReadError
-from specprobe.modelfiles.tensors import (
-    DEFAULT_MAX_TENSOR_BYTES,
-    DTYPE_SIZES,
-    MAX_HEADER_BYTES,
-    entry_location,
-    header_length,
-    parse_header,
-    parse_weight_map,
-)
+from specprobe.checkpoint.safetensors_header import DTYPE_SIZES
+from specprobe.checkpoint.tensors import DEFAULT_MAX_TENSOR_BYTES, TensorReader, parse_weight_map
+from specprobe.modelfiles import ModelFiles, TensorReadError
 
 
 class MemoryFiles(ModelFiles):
@@ -185,43 +178,68 @@ def _check(location: Any, data_start: int, file_size: int) -> None:
     assert data_start <= location.begin and location.begin + location.nbytes <= file_size
 
 
-def _locate_entry(entry: Any, data_start: int, file_size: int) -> None:
+class _SizedShard(ModelFiles):
+    """One shard whose listing says ``file_size`` bytes and whose bytes are ``head`` (the 8-byte length and
+    the header): locating a tensor reads no more, and a file of terabytes costs nothing."""
+
+    def __init__(self, head: bytes, file_size: int) -> None:
+        self.label = "sized"
+        self.head, self.size = head, file_size
+
+    def listing(self) -> dict[str, int | None]:
+        return {"x.safetensors": self.size}
+
+    def read_file(self, name: str, *, max_bytes: int) -> bytes:
+        raise FileNotFoundError(name)
+
+    def read_range(self, name: str, begin: int, length: int) -> bytes:
+        return self.head[begin : begin + length]
+
+
+def _locate_entry(entry: Any, padding: int, file_size: int) -> None:
+    """Locate tensor "t" described by ``entry`` in a header of ``padding`` spare bytes."""
+    raw = json.dumps({"t": entry}).encode() + b" " * padding
+    data_start = 8 + len(raw)
     try:
-        location = entry_location({"t": entry}, "t", "x.safetensors", data_start, file_size)
+        location = TensorReader(_SizedShard(struct.pack("<Q", len(raw)) + raw, file_size)).locate(["t"])
     except TensorReadError as exc:
         assert "\n" not in str(exc)
         return
+    assert location is not None
     _check(location, data_start, file_size)
     event("located")
 
 
 @settings(max_examples=300, deadline=None)
-@given(entry=_entry | _json, data_start=st.integers(min_value=0, max_value=2**20),
+@given(entry=_entry | _json, padding=st.integers(min_value=0, max_value=2**10),
        file_size=st.integers(min_value=0, max_value=2**40))
-def test_any_header_entry_gives_a_checked_location_or_the_readers_error(entry: Any, data_start: int,
+def test_any_header_entry_gives_a_checked_location_or_the_readers_error(entry: Any, padding: int,
                                                                         file_size: int) -> None:
-    _locate_entry(entry, data_start, file_size)
+    _locate_entry(entry, padding, file_size)
 
 
 @settings(max_examples=200, deadline=None)
-@given(entry=_consistent(), data_start=st.integers(min_value=0, max_value=256),
+@given(entry=_consistent(), padding=st.integers(min_value=0, max_value=64),
        file_size=st.integers(min_value=0, max_value=512))
-def test_entries_near_the_rules_give_a_checked_location_or_the_readers_error(entry: Any, data_start: int,
+def test_entries_near_the_rules_give_a_checked_location_or_the_readers_error(entry: Any, padding: int,
                                                                              file_size: int) -> None:
-    _locate_entry(entry, data_start, file_size)
+    _locate_entry(entry, padding, file_size)
 
 
 @settings(max_examples=200, deadline=None)
 @given(raw=st.binary(max_size=64) | _json.map(lambda v: json.dumps(v).encode()))
 def test_any_index_or_header_bytes_parse_or_give_the_readers_error(raw: bytes) -> None:
-    for parse in (lambda: parse_weight_map(raw, "index.json"), lambda: parse_header(raw, "x.safetensors")):
-        with contextlib.suppress(TensorReadError):
-            parse()
-    try:
-        length = header_length(raw, len(raw) + 100, "x.safetensors")
-    except TensorReadError:
-        return
-    assert 0 <= length <= min(len(raw) + 92, MAX_HEADER_BYTES)
+    with contextlib.suppress(TensorReadError):
+        parse_weight_map(raw, "index.json")
+    # The same bytes as a shard's first bytes (a declared length and a header) and as a header.
+    for shard in (raw, struct.pack("<Q", len(raw)) + raw):
+        try:
+            names = TensorReader(_SizedShard(shard, len(shard) + 100)).names()
+        except TensorReadError as exc:
+            assert "\n" not in str(exc)
+            continue
+        assert all(isinstance(name, str) for name in names)
+        event("parsed")
 
 
 @settings(max_examples=200, deadline=None)

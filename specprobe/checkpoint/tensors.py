@@ -15,29 +15,22 @@ specprobe's hub cache under the commit and a hash of the shard and tensor name, 
 (``HF_HUB_OFFLINE=1``) reads them from there without a request. Memory rather than a temporary file: the
 caller holds the tensor in memory anyway (an embedding layer), so a file would add a copy, not save one.
 
-The safetensors format is read here by hand (``json`` and ``struct``): the library needs the whole file,
-and this module must not import torch (check, lint and gate import the package).
+Headers are parsed by the checks' own bounded reader (``checkpoint.safetensors_header.read_header_from``,
+the one parser for local files and hub Range reads; the safetensors library needs the whole file, and
+this module must not import torch: check, lint and gate import the package).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from specprobe.checkpoint.safetensors_header import HeaderError, SafetensorsHeader, read_header_from
 from specprobe.hfconfig import MAX_CONFIG_BYTES
 from specprobe.modelfiles.base import ModelFiles, TensorReadError
 from specprobe.untrusted.files import UntrustedInputError, parse_json
-
-# Bytes per element of every dtype the safetensors format defines.
-DTYPE_SIZES: dict[str, int] = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4,
-    "I64": 8, "U64": 8, "F64": 8, "C64": 8,
-}  # fmt: skip
 
 # The default ceiling of one tensor read: 4 GiB holds the largest bf16 input embeddings drafters are
 # trained against (Kimi-K2.5's 163840 x 7168 is 2.35 GB, Llama-3.1-8B's 128256 x 4096 1.05 GB); a float32
@@ -49,9 +42,6 @@ MAX_INDEX_BYTES = 16 * 1024 * 1024
 MAX_HEADER_BYTES = 8 * 1024 * 1024
 # Shards whose headers are searched when there is no index (an index names the one shard to read).
 MAX_UNINDEXED_SHARDS = 16
-# Dimensions of a tensor: more is no model's weight.
-MAX_RANK = 8
-
 # Where a model keeps the tensors a drafter borrows, by the checkpoint layouts of the families drafters are
 # trained for (Llama/Qwen/DeepSeek/Kimi text models, their multimodal wrappers, GPT-2 style), in order.
 EMBEDDING_NAMES = (
@@ -120,67 +110,21 @@ def parse_weight_map(raw: bytes, what: str) -> dict[str, str]:
     return weight_map
 
 
-def header_length(prefix: bytes, file_size: int, what: str) -> int:
-    """The header length a safetensors file's first 8 bytes declare, bounded by the file and the limit."""
-    if len(prefix) < 8 or file_size < 8:
-        raise TensorReadError(f"{what} is too short to be a safetensors file")
-    length = int.from_bytes(prefix[:8], "little")
-    if length > file_size - 8:
-        raise TensorReadError(f"{what} declares a {length}-byte header in a {file_size}-byte file")
-    if length > MAX_HEADER_BYTES:
-        raise TensorReadError(f"{what} declares a {length}-byte header, above the {MAX_HEADER_BYTES}-byte limit")
-    return length
-
-
-def parse_header(raw: bytes, what: str) -> dict[str, Any]:
-    """A safetensors header's JSON object (entries unchecked: ``entry_location`` checks the one wanted)."""
-    try:
-        header = parse_json(raw, what=what).value
-    except UntrustedInputError as exc:
-        raise TensorReadError(str(exc)) from None
-    if not isinstance(header, dict):
-        raise TensorReadError(f"the header of {what} is not a JSON object")
-    return header
-
-
-def _uint(value: Any) -> bool:
-    return type(value) is int and 0 <= value < 2**64
-
-
-def entry_location(header: dict[str, Any], name: str, file: str, data_start: int, file_size: int) -> TensorLocation:
-    """Where ``header`` (of ``file``, data from ``data_start``, ``file_size`` bytes) puts ``name``, checked:
-    a known dtype, a shape of non-negative integers whose byte count (dtype x shape) is exactly the span
-    ``data_offsets`` gives, and the span inside the file. TensorReadError otherwise."""
-    entry = header.get(name)
+def entry_location(header: SafetensorsHeader, name: str, file: str) -> TensorLocation:
+    """Where ``header`` (of ``file``) puts ``name``, checked: a known dtype, dtype x shape equal to the
+    byte span of its ``data_offsets``, and the span inside the file. TensorReadError otherwise (the
+    header's problems with other tensors do not stop this one from being read)."""
     where = f"{name} in {file}"
-    if not isinstance(entry, dict):
+    entry = header.tensors.get(name)
+    if entry is None:
         raise TensorReadError(f"{where}: the header does not describe it")
-    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if not isinstance(dtype, str) or dtype not in DTYPE_SIZES:
-        raise TensorReadError(f"{where}: unknown dtype {str(dtype)[:40]!r}")
-    if not isinstance(shape, list) or len(shape) > MAX_RANK or not all(_uint(d) for d in shape):
-        raise TensorReadError(f"{where}: invalid shape {str(shape)[:80]}")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_uint(o) for o in offsets)
-            and offsets[0] <= offsets[1]):
-        raise TensorReadError(f"{where}: invalid data_offsets {str(offsets)[:80]}")
-    nbytes = math.prod(shape) * DTYPE_SIZES[dtype]
-    if nbytes != offsets[1] - offsets[0]:
-        raise TensorReadError(
-            f"{where}: {dtype} {shape} is {nbytes} bytes, its data_offsets span {offsets[1] - offsets[0]}"
-        )
-    if data_start < 8 or data_start + offsets[1] > file_size:
-        raise TensorReadError(
-            f"{where}: its bytes end at {data_start + offsets[1]}, past the end of the {file_size}-byte file"
-        )
-    return TensorLocation(name, file, dtype, tuple(shape), data_start + offsets[0], nbytes)
-
-
-@dataclass
-class _Shard:
-    file: str
-    size: int
-    data_start: int
-    header: dict[str, Any]
+    problem = next((p for p in header.problems if p.tensor == name and p.kind in ("dtype", "size", "truncated")),
+                   None)
+    if problem is not None and problem.kind == "truncated":
+        raise TensorReadError(f"{where}: its bytes run past the end of the file ({problem.message})")
+    if problem is not None:
+        raise TensorReadError(f"{where}: {problem.message}")
+    return TensorLocation(name, file, entry.dtype, entry.shape, entry.begin, entry.nbytes)
 
 
 def _read(action: Any, what: str) -> Any:
@@ -207,7 +151,7 @@ class TensorReader:
         self._listing: dict[str, int | None] | None = None
         self._weight_map: dict[str, str] | None = None
         self._indexed: bool | None = None
-        self._shards: dict[str, _Shard] = {}
+        self._shards: dict[str, SafetensorsHeader] = {}
         self._config: dict[str, Any] | None = None
 
     def _files(self) -> dict[str, int | None]:
@@ -227,7 +171,7 @@ class TensorReader:
             self._indexed = chosen is not None
         return self._weight_map
 
-    def _shard(self, file: str) -> _Shard:
+    def _shard(self, file: str) -> SafetensorsHeader:
         if file in self._shards:
             return self._shards[file]
         what = f"{file} of {self.files.describe()}"
@@ -239,12 +183,19 @@ class TensorReader:
         size = self._listing.get(file)
         if size is None:
             raise TensorReadError(f"{what}: its size is unknown")
-        length = header_length(prefix, size, what)
-        raw = _read(lambda: self._reads.read_range(file, 8, length), what)
-        if len(raw) != length:
-            raise TensorReadError(f"{what}: the header is cut short ({len(raw)} of {length} bytes)")
-        shard = self._shards[file] = _Shard(file, size, 8 + length, parse_header(raw, what))
-        return shard
+
+        def read_at(begin: int, length: int) -> bytes:
+            if begin == 0 and length <= len(prefix):
+                return bytes(prefix[:length])
+            data: bytes = _read(lambda: self._reads.read_range(file, begin, length), what)
+            return data
+
+        try:
+            header = read_header_from(read_at, size, Path(file), max_header_bytes=MAX_HEADER_BYTES)
+        except HeaderError as exc:
+            raise TensorReadError(f"{what}: {exc}") from None
+        self._shards[file] = header
+        return header
 
     def names(self) -> dict[str, str]:
         """Every tensor name -> the shard holding it (the index's, else the headers' of at most
@@ -260,9 +211,8 @@ class TensorReader:
             )
         found: dict[str, str] = {}
         for file in shards:
-            for name in self._shard(file).header:
-                if name != "__metadata__":
-                    found.setdefault(name, file)
+            for name in self._shard(file).tensors:
+                found.setdefault(name, file)
         return found
 
     def locate(self, names: Sequence[str], suffix: str | None = None) -> TensorLocation | None:
@@ -271,8 +221,7 @@ class TensorReader:
         name = pick_name(where, names, suffix)
         if name is None:
             return None
-        shard = self._shard(where[name])
-        return entry_location(shard.header, name, shard.file, shard.data_start, shard.size)
+        return entry_location(self._shard(where[name]), name, where[name])
 
     def read(self, location: TensorLocation, *, max_bytes: int = DEFAULT_MAX_TENSOR_BYTES) -> bytearray:
         """Exactly the tensor's bytes: refused above ``max_bytes`` before anything is asked, and a
