@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import huggingface_hub.constants
 import pytest
 
 from specprobe.demo.fixtures import DraftSpec, build_draft, target_config, write_json
@@ -80,6 +81,16 @@ def specprobe(args: list[str], env: dict[str, str], *, timeout: float = 120) -> 
         timeout=timeout,
     )
     return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+
+
+@pytest.fixture
+def online_in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """In-process runs that may ask the (loopback) hub with no token of this machine's: huggingface_hub's
+    offline switch and token path are fixed when it is first imported, so they are set here, not by env."""
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-stored-token"))
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import huggingface_hub.constants
 import pytest
 
 from specprobe.modelfiles import HubSession
 from specprobe.pipeline.check import run_check
 from tests.check.casebuild import build_case, case_names
 from tests.hub.hubserver import publish, serve_hub
+
+# In-process runs ask the loopback hub (tests/hub/conftest.py).
+pytestmark = pytest.mark.usefixtures("online_in_process")
 
 
 def _regular_files_only(folder: Path) -> bool:
@@ -33,14 +35,6 @@ def _named(verdict: tuple, names: dict[str, str]) -> str:
 
 def _verdict(report) -> tuple:
     return report.ok, sorted((f.rule, f.severity.value, f.location, f.message) for f in report.findings)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process_settings(monkeypatch, tmp_path):
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-stored-token"))
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def test_corpus_verdicts_are_the_same_on_the_hub_and_offline(tmp_path: Path) -> None:

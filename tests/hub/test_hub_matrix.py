@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import huggingface_hub.constants
 import pytest
 
 from specprobe.compat.subjects import classify_draft
@@ -16,15 +15,10 @@ from tests.check.casebuild import build_draft_case, load_case
 from tests.hub.conftest import hub_env, specprobe
 from tests.hub.hubserver import HubServer, publish
 
+# In-process runs ask the loopback hub (tests/hub/conftest.py).
+pytestmark = pytest.mark.usefixtures("online_in_process")
+
 LLAMA31_EAGLE3 = load_case("valid-specforge-llama31-8b")[0]["draft"]
-
-
-@pytest.fixture(autouse=True)
-def _online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-stored-token"))
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def test_a_hub_drafter_is_classified_as_its_folder(hub: HubServer, tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import huggingface_hub.constants
 import pytest
 
 from specprobe.checkpoint.tokenizer_identity import MAX_HUB_TOKENIZER_JSON_BYTES
@@ -17,17 +16,11 @@ from specprobe.pipeline.check import run_check
 from tests.check.casebuild import build_draft_case, case_target_config, load_case
 from tests.hub.hubserver import HubServer, publish
 
+# In-process runs ask the loopback hub (tests/hub/conftest.py).
+pytestmark = pytest.mark.usefixtures("online_in_process")
+
 ENGINE = "vllm==0.33.0"
 LLAMA31_EAGLE3 = load_case("valid-specforge-llama31-8b")[0]["draft"]
-
-
-@pytest.fixture(autouse=True)
-def _online(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A process that may ask the (loopback) hub, with no token of this machine's."""
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "no-stored-token"))
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def _tokenizer_json(prefix: str, count: int) -> dict[str, Any]:
