@@ -24,24 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 from specprobe.demo.fixtures import DraftSpec, build_draft, target_config, write_json
+from tests.gate.fleet import write_fleet
 from tests.hub.hubserver import publish, serve_hub
-
-DEPLOYMENT = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llama-eagle3-{index}
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.33.0
-          args:
-            - {target}
-            - --speculative-config
-            - '{{"method": "eagle3", "model": "{draft}", "num_speculative_tokens": 3}}'
-"""
 
 
 def _drafter(seed: int) -> DraftSpec:
@@ -53,10 +37,7 @@ def _drafter(seed: int) -> DraftSpec:
 
 
 def _manifest(path: Path, count: int, target: str, drafts: list[str]) -> Path:
-    path.write_text("---\n".join(
-        DEPLOYMENT.format(index=i, target=target, draft=drafts[i % len(drafts)]) for i in range(count)
-    ))
-    return path
+    return write_fleet(path, target, [drafts[i % len(drafts)] for i in range(count)])
 
 
 def _gate(manifest: Path, env: dict[str, str]) -> tuple[float, int]:

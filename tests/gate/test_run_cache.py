@@ -16,23 +16,7 @@ import specprobe.pipeline.gate
 import specprobe.pipeline.lint
 import specprobe.schema.store
 from specprobe.pipeline.gate import gate_paths
-
-DEPLOYMENT = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: eagle3-{index}
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.33.0
-          args:
-            - {target}
-            - --speculative-config
-            - '{{"method": "eagle3", "model": "{draft}", "num_speculative_tokens": 3}}'
-"""
+from tests.gate.fleet import write_fleet
 
 
 def _fleet(tmp_path: Path, demo: Path, count: int, *, distinct: bool) -> Path:
@@ -44,12 +28,7 @@ def _fleet(tmp_path: Path, demo: Path, count: int, *, distinct: bool) -> Path:
             drafts.append(str(folder))
         else:
             drafts.append(str(demo / "draft"))
-    manifest = tmp_path / "fleet.yaml"
-    manifest.write_text(
-        "---\n".join(DEPLOYMENT.format(index=i, target=demo / "target", draft=d) for i, d in enumerate(drafts)),
-        encoding="utf-8",
-    )
-    return manifest
+    return write_fleet(tmp_path / "fleet.yaml", demo / "target", drafts)
 
 
 @pytest.fixture
